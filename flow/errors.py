@@ -1,0 +1,118 @@
+"""Every error the engine raises.
+
+One root, :class:`FlowError`, so callers can catch everything the library raises with one
+``except``; a few subclasses for the cases callers handle differently. Each message names the
+graph, node or instance involved, because an approval flow fails in production long after the
+graph was written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class FlowError(Exception):
+    """Root of every error raised by ``flow`` and ``flow_sqla``."""
+
+
+class GraphDefinitionError(FlowError):
+    """A graph text or shape is unusable.
+
+    ``problems`` holds one line per problem found (strict loading reports all of them at
+    once); ``line``/``column`` are set (1-based) when the text itself did not parse.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        graph_id: str | None = None,
+        problems: Sequence[str] = (),
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.graph_id = graph_id
+        self.problems = list(problems)
+        self.line = line
+        self.column = column
+        text = message
+        if self.problems:
+            text += "".join(f"\n  - {p}" for p in self.problems)
+        super().__init__(text)
+
+
+class GraphNotFoundError(FlowError, LookupError):
+    """A graph id is not loaded in the engine."""
+
+    def __init__(self, graph_id: str) -> None:
+        self.graph_id = graph_id
+        super().__init__(f"Flow graph not found: {graph_id!r}")
+
+
+class NodeNotFoundError(FlowError, LookupError):
+    """A node id does not exist in a graph."""
+
+    def __init__(self, node_id: str, graph_id: str | None = None) -> None:
+        self.node_id = node_id
+        self.graph_id = graph_id
+        where = f" in graph {graph_id!r}" if graph_id is not None else ""
+        super().__init__(f"Node not found: {node_id!r}{where}")
+
+
+class ExpressionError(FlowError):
+    """An expression does not parse, or it tried something the sandbox forbids."""
+
+    def __init__(self, message: str, *, expression: str | None = None) -> None:
+        self.expression = expression
+        if expression is not None:
+            message = f"{message} (in expression {expression!r})"
+        super().__init__(message)
+
+
+class ConditionError(FlowError):
+    """A condition failed while it was evaluated; the cause is chained."""
+
+    def __init__(self, graph_id: str, description: str) -> None:
+        self.graph_id = graph_id
+        self.description = description
+        super().__init__(f"The condition handle failed: {graph_id} / {description}")
+
+
+class TaskError(FlowError):
+    """A node's task raised; the cause is chained."""
+
+    def __init__(self, graph_id: str, node_id: str) -> None:
+        self.graph_id = graph_id
+        self.node_id = node_id
+        super().__init__(f"The task handle failed: {graph_id} / {node_id}")
+
+
+class ComponentNotFoundError(FlowError, LookupError):
+    """An ``@name`` component is missing from the container or has the wrong kind."""
+
+    def __init__(self, name: str, message: str | None = None) -> None:
+        self.name = name
+        super().__init__(message or f"The component {name!r} does not exist")
+
+
+class SnapshotError(FlowError):
+    """A stored snapshot (context JSON or a repository row) cannot be decoded."""
+
+    def __init__(self, message: str, *, instance_id: str | None = None) -> None:
+        self.instance_id = instance_id
+        if instance_id is not None:
+            message = f"{message} (instance {instance_id!r})"
+        super().__init__(message)
+
+
+__all__ = [
+    "ComponentNotFoundError",
+    "ConditionError",
+    "ExpressionError",
+    "FlowError",
+    "GraphDefinitionError",
+    "GraphNotFoundError",
+    "NodeNotFoundError",
+    "SnapshotError",
+    "TaskError",
+]

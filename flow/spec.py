@@ -1,0 +1,209 @@
+"""Mutable builders for graphs: :class:`GraphSpec`, :class:`NodeSpec`, :class:`LinkSpec`.
+
+Specs are what the loader produces and what code uses to build or edit a graph; ``create()``
+turns one into an immutable :class:`~flow.graph.Graph`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flow.errors import GraphDefinitionError, NodeNotFoundError
+from flow.node_type import NodeType
+
+if TYPE_CHECKING:
+    from flow.graph import Graph
+
+
+def _description(value: Any) -> Any:
+    """A condition/task as stored: stripped text, a component object, or ``None`` if empty."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        stripped = value.strip()
+        return stripped or None
+    return value
+
+
+@dataclass
+class LoadNotes:
+    """What the lenient loader accepted but :meth:`Graph.validate` should still report."""
+
+    duplicate_ids: list[str] = field(default_factory=list)
+    unknown_types: dict[str, str] = field(default_factory=dict)
+
+
+class LinkSpec:
+    """A link being built: target id, optional condition (``when``), title, meta, priority."""
+
+    __slots__ = ("meta", "next_id", "priority", "title", "when")
+
+    def __init__(
+        self,
+        next_id: str,
+        *,
+        when: Any = None,
+        title: str | None = None,
+        priority: int = 0,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.next_id = next_id
+        self.when = _description(when)
+        self.title = title
+        self.priority = priority
+        self.meta: dict[str, Any] = dict(meta or {})
+
+    def __repr__(self) -> str:
+        return f"LinkSpec({self.next_id!r})"
+
+
+class NodeSpec:
+    """A node being built. ``link_add`` is chainable."""
+
+    __slots__ = ("id", "links", "meta", "task", "title", "type", "when")
+
+    def __init__(
+        self,
+        id: str,
+        type: NodeType = NodeType.ACTIVITY,
+        *,
+        title: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        when: Any = None,
+        task: Any = None,
+    ) -> None:
+        self.id = id
+        self.type = type
+        self.title = title
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.when = _description(when)
+        self.task = _description(task)
+        self.links: list[LinkSpec] = []
+
+    def link_add(
+        self,
+        next_id: str,
+        *,
+        when: Any = None,
+        title: str | None = None,
+        priority: int = 0,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NodeSpec:
+        self.links.append(LinkSpec(next_id, when=when, title=title, priority=priority, meta=meta))
+        return self
+
+    def link_remove(self, next_id: str) -> NodeSpec:
+        self.links = [link for link in self.links if link.next_id != next_id]
+        return self
+
+    def meta_put(self, key: str, value: Any) -> NodeSpec:
+        self.meta[key] = value
+        return self
+
+    def __repr__(self) -> str:
+        return f"NodeSpec({self.id!r}, {self.type.name})"
+
+
+class GraphSpec:
+    """A graph being built or edited; ``create()`` freezes it into a :class:`Graph`."""
+
+    def __init__(self, id: str, *, title: str | None = None, driver: str | None = None) -> None:
+        if not isinstance(id, str) or not id:
+            raise GraphDefinitionError("A graph needs a non-empty id")
+        self.id = id
+        self.title = title
+        self.driver = driver
+        self.meta: dict[str, Any] = {}
+        self.nodes: dict[str, NodeSpec] = {}
+        self.load_notes = LoadNotes()
+
+    # -- nodes -------------------------------------------------------------------------
+    def add_node(self, spec: NodeSpec) -> NodeSpec:
+        """Add a node; a node with the same id is replaced in place (keeps its position)."""
+        self.nodes[spec.id] = spec
+        return spec
+
+    def _add(self, id: str, type: NodeType, **kw: Any) -> NodeSpec:
+        return self.add_node(NodeSpec(id, type, **kw))
+
+    def add_start(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.START, **kw)
+
+    def add_end(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.END, **kw)
+
+    def add_activity(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.ACTIVITY, **kw)
+
+    def add_exclusive(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.EXCLUSIVE, **kw)
+
+    def add_inclusive(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.INCLUSIVE, **kw)
+
+    def add_parallel(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.PARALLEL, **kw)
+
+    def add_loop(self, id: str, **kw: Any) -> NodeSpec:
+        return self._add(id, NodeType.LOOP, **kw)
+
+    def remove_node(self, id: str) -> None:
+        if self.nodes.pop(id, None) is None:
+            raise NodeNotFoundError(id, self.id)
+
+    def get_node(self, id: str) -> NodeSpec | None:
+        return self.nodes.get(id)
+
+    def meta_put(self, key: str, value: Any) -> GraphSpec:
+        self.meta[key] = value
+        return self
+
+    # -- conversion --------------------------------------------------------------------
+    def create(self, *, strict: bool = False) -> Graph:
+        """Freeze into a :class:`Graph`; ``strict`` raises one error listing every problem."""
+        from flow.graph import Graph
+
+        graph = Graph(self)
+        if strict:
+            errors = [p for p in graph.validate() if p.severity == "error"]
+            if errors:
+                raise GraphDefinitionError(
+                    f"Graph {self.id!r} has {len(errors)} error(s)",
+                    graph_id=self.id,
+                    problems=[str(p) for p in errors],
+                )
+        return graph
+
+    @classmethod
+    def from_text(cls, text: str) -> GraphSpec:
+        from flow.loader import parse_text, spec_from_dict
+
+        return spec_from_dict(parse_text(text))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GraphSpec:
+        from flow.loader import spec_from_dict
+
+        return spec_from_dict(data)
+
+    @classmethod
+    def from_graph(cls, graph: Graph) -> GraphSpec:
+        """An editable copy of ``graph`` (components, priorities and meta are kept)."""
+        spec = cls(graph.id, title=graph.title, driver=graph.driver or None)
+        spec.meta.update(graph.meta)
+        for node in graph.nodes.values():
+            ns = NodeSpec(
+                node.id, node.type, title=node.title, meta=node.meta, when=node.when, task=node.task
+            )
+            for link in node._links:
+                ns.link_add(
+                    link.next_id,
+                    when=link.when,
+                    title=link.title,
+                    priority=link.priority,
+                    meta=link.meta,
+                )
+            spec.add_node(ns)
+        return spec
