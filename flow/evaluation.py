@@ -1,0 +1,68 @@
+"""How the driver runs condition expressions and task scripts written in graph text.
+
+:class:`Evaluation` is the pluggable interface; :class:`SafeEvaluation` is the default: Python
+expression syntax plus the solon-flow operators (``&&``, ``||``, ``!``, ``AND``/``OR``/``NOT``,
+``null``/``true``/``false``, ``.equals(x)``), evaluated null-safely over the context data in a
+sandbox built on :mod:`simpleeval`'s policy. Text is never handed to Python's ``eval``/``exec``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from flow._expression import compile_condition, compile_script
+
+if TYPE_CHECKING:
+    from flow.context import FlowContext
+
+
+class Evaluation(Protocol):
+    """Runs the text of conditions and scripts; the driver wraps ordinary failures."""
+
+    def run_condition(self, ctx: FlowContext, expression: str) -> bool:
+        """Evaluate ``expression`` over ``ctx.data``.
+
+        Raises :class:`~flow.errors.ExpressionError` when the text does not parse or breaks the
+        sandbox; any other exception comes from the expression itself.
+        """
+        ...
+
+    def run_task(self, ctx: FlowContext, script: str) -> None:
+        """Run ``script`` (statements separated by ``;`` or new lines) against ``ctx``.
+
+        Raises :class:`~flow.errors.ExpressionError` as :meth:`run_condition` does.
+        """
+        ...
+
+
+class SafeEvaluation:
+    """The default :class:`Evaluation`: sandboxed, null-safe, compiled once per text.
+
+    Conditions read as the reference reads them: ``None`` → false, a bool → itself, anything
+    else → true. Script statements are ``name = expr`` (stored with ``ctx.put``), ``name += expr``
+    and bare expressions such as ``context.put("k", v)``.
+    """
+
+    __slots__ = ()
+
+    def run_condition(self, ctx: FlowContext, expression: str) -> bool:
+        return compile_condition(expression)(ctx.data)
+
+    def run_task(self, ctx: FlowContext, script: str) -> None:
+        compile_script(script)(ctx)
+
+    def __repr__(self) -> str:
+        return "SafeEvaluation()"
+
+
+def check_condition(text: str) -> None:
+    """Compile a condition without running it; raises :class:`~flow.errors.ExpressionError`."""
+    compile_condition(text)
+
+
+def check_script(text: str) -> None:
+    """Compile a task script without running it; raises :class:`~flow.errors.ExpressionError`."""
+    compile_script(text)
+
+
+__all__ = ["Evaluation", "SafeEvaluation", "check_condition", "check_script"]
