@@ -19,7 +19,7 @@ from flow.node_type import NodeType
 from flow.spec import GraphSpec, LinkSpec, NodeSpec
 
 try:  # the C loader is ~10x faster when PyYAML was built with libyaml
-    _YamlLoader: type[yaml.SafeLoader] = yaml.CSafeLoader
+    _YamlLoader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _YamlLoader = yaml.SafeLoader
 
@@ -45,7 +45,7 @@ def parse_text(text: str) -> Mapping[str, Any]:
     if stripped.startswith("{"):
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or an integer too long for int()
             data = _parse_yaml(text)  # YAML flow mappings also start with '{'
         except RecursionError:
             raise GraphDefinitionError("Graph text is nested too deeply") from None
@@ -60,7 +60,7 @@ def parse_text(text: str) -> Mapping[str, Any]:
 
 def _parse_yaml(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_YamlLoader)  # _YamlLoader is a safe loader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -119,6 +119,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> GraphSpec:
         driver=_scalar_text(data.get("driver"), "graph 'driver'", graph_id) or None,
     )
     spec.meta.update(_mapping(data.get("meta"), "graph 'meta'", graph_id))
+    spec.load_notes.from_text = True
     layout = data.get("layout")
     if layout is None:
         layout = data.get("nodes")

@@ -33,6 +33,7 @@ class LoadNotes:
 
     duplicate_ids: list[str] = field(default_factory=list)
     unknown_types: dict[str, str] = field(default_factory=dict)
+    from_text: bool = False  # loaded from a document: export writes "link: []" (see flow.export)
 
 
 class LinkSpec:
@@ -193,6 +194,7 @@ class GraphSpec:
         """An editable copy of ``graph`` (components, priorities and meta are kept)."""
         spec = cls(graph.id, title=graph.title, driver=graph.driver or None)
         spec.meta.update(graph.meta)
+        spec.load_notes.from_text = graph._load_notes.from_text
         for node in graph.nodes.values():
             ns = NodeSpec(
                 node.id, node.type, title=node.title, meta=node.meta, when=node.when, task=node.task

@@ -1,0 +1,137 @@
+"""Graph to text: :func:`graph_to_dict`, :func:`graph_to_json`, :func:`graph_to_yaml`.
+
+The shape is the loader's (``semantics.md`` §1): ``id``, ``title``, ``driver``/``meta`` when
+non-empty and a ``layout`` of nodes ``{id, type, title?, meta?, when?, task?, link?}`` whose links
+are ``{nextId, title?, meta?, when?, priority?}``. Empty titles, empty meta and priority 0 are left
+out; links are written in definition order (priorities carry the evaluation order).
+
+Round trip and the auto-link trap: the loader links a node *without* a ``link`` key to the next
+node in layout order. A node with no links that is not last in the layout is therefore written
+
+* as ``"link": []`` when the graph was loaded from text, so re-parsing the export gives back
+  exactly the same graph (``Graph.from_text(g.to_json())`` equals ``g`` for every graph loaded
+  from text);
+* without a ``link`` key when the graph was built in code with :class:`~flow.spec.GraphSpec` —
+  the reference's output, kept for compatibility with its tests and tools. Re-parsing such an
+  export auto-links that node, exactly as the reference does; give the node an explicit link (or
+  put it last) when the text must round-trip.
+
+Conditions and tasks given as Python objects (components) have no text form: exporting them
+raises :class:`~flow.errors.GraphDefinitionError` naming the node (register the component in a
+container and use its ``@name`` instead). Meta values that JSON/YAML cannot represent raise the
+same error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from flow.errors import GraphDefinitionError
+
+if TYPE_CHECKING:
+    from flow.graph import Graph, Link, Node
+
+
+def graph_to_dict(graph: Graph) -> dict[str, Any]:
+    """The graph as plain dicts and lists in loader shape (GraphDefinitionError: components)."""
+    data: dict[str, Any] = {"id": graph.id, "title": graph.title}
+    if graph.driver:
+        data["driver"] = graph.driver
+    if graph.meta:
+        data["meta"] = _plain(graph.meta)
+    nodes = list(graph.nodes.values())
+    faithful = graph._load_notes.from_text
+    data["layout"] = [
+        _node_dict(node, keep_empty_link=faithful and i < len(nodes) - 1)
+        for i, node in enumerate(nodes)
+    ]
+    return data
+
+
+def graph_to_json(graph: Graph) -> str:
+    """Compact JSON (``,``/``:`` separators, non-ASCII kept as is)."""
+    data = graph_to_dict(graph)
+    try:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise GraphDefinitionError(
+            f"Graph {graph.id!r} has meta that JSON cannot represent: {exc}", graph_id=graph.id
+        ) from exc
+
+
+def graph_to_yaml(graph: Graph) -> str:
+    """Block-style YAML in export key order, non-ASCII kept as is."""
+    data = graph_to_dict(graph)
+    try:
+        return yaml.dump(data, Dumper=_SafeDumper, allow_unicode=True, sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise GraphDefinitionError(
+            f"Graph {graph.id!r} has meta that YAML cannot represent: {exc}", graph_id=graph.id
+        ) from exc
+
+
+class _SafeDumper(yaml.SafeDumper):
+    """``yaml.safe_dump``'s dumper, except that text holding U+0085 is double-quoted.
+
+    With ``allow_unicode`` PyYAML writes NEL raw in plain/single-quoted scalars and reads it back
+    as a line break (a space), so such text would not round-trip; double quotes escape it.
+    """
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if "\x85" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_SafeDumper.add_representer(str, _represent_str)
+
+
+def _node_dict(node: Node, *, keep_empty_link: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": node.id, "type": node.type.name.lower()}
+    if node.title:
+        out["title"] = node.title
+    if node.meta:
+        out["meta"] = _plain(node.meta)
+    where = f"node {node.id!r} of graph {node.graph.id!r}"
+    if node.when is not None:
+        out["when"] = _text(node.when, f"'when' of {where}", node.graph.id)
+    if node.task is not None:
+        out["task"] = _text(node.task, f"'task' of {where}", node.graph.id)
+    if node._links or keep_empty_link:
+        out["link"] = [_link_dict(link, where) for link in node._links]
+    return out
+
+
+def _link_dict(link: Link, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"nextId": link.next_id}
+    if link.title:
+        out["title"] = link.title
+    if link.meta:
+        out["meta"] = _plain(link.meta)
+    if link.when is not None:
+        what = f"'when' of link {link.prev_id} -> {link.next_id} of {where}"
+        out["when"] = _text(link.when, what, link.prev_node.graph.id)
+    if link.priority:
+        out["priority"] = link.priority
+    return out
+
+
+def _text(value: Any, what: str, graph_id: str) -> str:
+    if isinstance(value, str):
+        return value
+    raise GraphDefinitionError(
+        f"{what} is a component object ({type(value).__name__}) and cannot be exported; "
+        "register it in a container and refer to it as '@name'",
+        graph_id=graph_id,
+    )
+
+
+def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain dict copy (meta is a read-only proxy that the serializers reject)."""
+    return {
+        key: _plain(value) if isinstance(value, Mapping) else value for key, value in meta.items()
+    }

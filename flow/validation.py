@@ -1,0 +1,263 @@
+"""Static checks of a loaded graph: :func:`validate_graph` returns every :class:`Problem` at once.
+
+The loader is as lenient as the reference, so anything it accepted silently but that will
+misbehave at run time is reported here. Errors: duplicate node ids, links to unknown nodes (or
+with an empty ``nextId``), expressions that do not parse, a bad loop ``$in``. Warnings: an
+explicit unknown ``type``, several default links on one exclusive gateway, unreachable nodes and a
+parallel join that can never receive all its branches.
+
+The join check is deliberately conservative (no false alarms): it warns only when an incoming link
+comes from a node that never flows out along it (an unreachable node or an END node), or when two
+incoming links can only be fed by *different* outgoing links of the same exclusive gateway that
+is not on a cycle (an exclusive gateway takes at most one link per pass, and without a cycle it
+is passed at most once per evaluation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from flow.errors import ExpressionError
+from flow.node_type import NodeType
+
+if TYPE_CHECKING:
+    from flow.graph import Graph, Link, Node
+
+Severity = Literal["error", "warning"]
+_NOT_SCRIPTS = ("@", "#", "$")  # component, sub-graph and meta-script task descriptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One problem of a graph; ``link`` reads ``"a -> b"`` when a link is concerned."""
+
+    severity: Severity
+    node_id: str | None
+    link: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = [f"node {self.node_id!r}"] if self.node_id is not None else []
+        if self.link is not None:
+            where.append(f"link {self.link}")
+        return f"{self.severity}: {', '.join(where) or 'graph'}: {self.message}"
+
+
+def validate_graph(graph: Graph) -> list[Problem]:
+    """Every error and warning of ``graph``, errors first, each in layout order."""
+    problems = [
+        *_duplicate_ids(graph),
+        *_dangling_links(graph),
+        *_expressions(graph),
+        *_loop_sources(graph),
+        *_unknown_types(graph),
+        *_exclusive_defaults(graph),
+        *_unreachable(graph),
+        *_starved_joins(graph),
+    ]
+    return sorted(problems, key=lambda p: p.severity != "error")
+
+
+def _link_name(link: Link) -> str:
+    return f"{link.prev_id} -> {link.next_id}"
+
+
+def _error(node_id: str, message: str, link: Link | None = None) -> Problem:
+    name = _link_name(link) if link is not None else None
+    return Problem(severity="error", node_id=node_id, link=name, message=message)
+
+
+def _warning(node_id: str, message: str, link: Link | None = None) -> Problem:
+    name = _link_name(link) if link is not None else None
+    return Problem(severity="warning", node_id=node_id, link=name, message=message)
+
+
+def _duplicate_ids(graph: Graph) -> Iterator[Problem]:
+    for node_id in dict.fromkeys(graph._load_notes.duplicate_ids):
+        count = graph._load_notes.duplicate_ids.count(node_id) + 1
+        yield _error(node_id, f"node id defined {count} times; only the last definition is used")
+
+
+def _dangling_links(graph: Graph) -> Iterator[Problem]:
+    for link in graph.links:
+        if not link.next_id:
+            yield _error(link.prev_id, "link has an empty nextId", link)
+        elif link.next_id not in graph.nodes:
+            yield _error(link.prev_id, f"link to unknown node {link.next_id!r}", link)
+
+
+def _expressions(graph: Graph) -> Iterator[Problem]:
+    from flow.evaluation import check_condition, check_script
+
+    for node in graph.nodes.values():
+        if _is_expression(node.when, ("@",)):
+            yield from _parse(check_condition, node.when, node.id, "condition")
+        if _is_expression(node.task, _NOT_SCRIPTS):
+            yield from _parse(check_script, node.task, node.id, "task script")
+        for link in node._links:
+            if _is_expression(link.when, ("@",)):
+                yield from _parse(check_condition, link.when, node.id, "link condition", link)
+
+
+def _is_expression(value: object, skipped: tuple[str, ...]) -> bool:
+    return isinstance(value, str) and not value.startswith(skipped)
+
+
+def _parse(
+    check: Callable[[str], object], text: str, node_id: str, what: str, link: Link | None = None
+) -> Iterator[Problem]:
+    try:
+        check(text)
+    except ExpressionError as exc:
+        yield _error(node_id, f"{what} is invalid: {exc}", link)
+
+
+def _loop_sources(graph: Graph) -> Iterator[Problem]:
+    from flow.stepper import parse_range
+
+    for node in graph.nodes.values():
+        if node.type != NodeType.LOOP or "$for" not in node.meta:
+            continue
+        source = node.meta.get("$in")
+        if isinstance(source, list):
+            continue
+        if not isinstance(source, str):
+            yield _error(
+                node.id,
+                f"loop '$in' must be a list, a variable name or a range text (quote ranges "
+                f'such as "1:5:1" in YAML), not {type(source).__name__} {source!r}',
+            )
+        elif ":" in source or "..." in source:
+            try:
+                parse_range(source)
+            except ValueError as exc:
+                yield _error(node.id, f"loop '$in' is not a valid range: {exc}")
+
+
+def _unknown_types(graph: Graph) -> Iterator[Problem]:
+    for node_id, type_name in graph._load_notes.unknown_types.items():
+        node = graph.nodes.get(node_id)
+        used = node.type.name.lower() if node is not None else "activity"
+        yield _warning(node_id, f"unknown type {type_name!r}, treated as {used}")
+
+
+def _exclusive_defaults(graph: Graph) -> Iterator[Problem]:
+    for node in graph.nodes.values():
+        if node.type != NodeType.EXCLUSIVE:
+            continue
+        defaults = [link for link in node._links if link.when is None]
+        if len(defaults) > 1:
+            names = ", ".join(_link_name(link) for link in defaults)
+            yield _warning(
+                node.id,
+                f"exclusive gateway has {len(defaults)} default links ({names}); "
+                f"only the last ({_link_name(defaults[-1])}) is ever taken",
+            )
+
+
+def _reachable(graph: Graph, skipped: Collection[Link] = ()) -> set[str]:
+    """Ids of the nodes an evaluation can reach from the start, ignoring ``skipped`` links."""
+    seen = {graph.start.id}
+    todo = [graph.start]
+    while todo:
+        node = todo.pop()
+        for target in _targets(node, skipped):
+            if target.id not in seen:
+                seen.add(target.id)
+                todo.append(target)
+    return seen
+
+
+def _targets(node: Node, skipped: Collection[Link] = ()) -> Iterable[Node]:
+    if node.type == NodeType.END:
+        return ()
+    nodes = node.graph.nodes
+    return [
+        nodes[link.next_id]
+        for link in node.next_links
+        if link.next_id in nodes and not any(link is s for s in skipped)
+    ]
+
+
+def _unreachable(graph: Graph) -> Iterator[Problem]:
+    reached = _reachable(graph)
+    for node_id in graph.nodes:
+        if node_id not in reached:
+            yield _warning(node_id, f"node is unreachable from start {graph.start.id!r}")
+
+
+def _starved_joins(graph: Graph) -> Iterator[Problem]:
+    joins = [
+        n for n in graph.nodes.values() if n.type == NodeType.PARALLEL and len(n.prev_links) > 1
+    ]
+    if not joins:
+        return
+    reached = _reachable(graph)
+    only_via = _exclusive_dependencies(graph)
+    for join in joins:
+        yield from _starved_join(join, reached, only_via)
+
+
+def _starved_join(
+    join: Node, reached: set[str], only_via: dict[str, dict[str, Link]]
+) -> Iterator[Problem]:
+    incoming = [link for link in join.graph.links if link.next_id == join.id]
+    branches = len(incoming)
+    for link in incoming:
+        source = link.prev_node
+        if source.id not in reached or source.type == NodeType.END:
+            why = "unreachable" if source.id not in reached else "an end node"
+            yield _warning(
+                join.id,
+                f"parallel join waits for {branches} branches but {source.id!r} is {why}, "
+                "so it never fires",
+                link,
+            )
+            return
+    for gateway_id, via in only_via.items():
+        needed: dict[str, Link] = {}
+        for link in incoming:
+            branch = link if link.prev_id == gateway_id else via.get(link.prev_id)
+            if branch is not None:
+                needed[link.prev_id] = branch
+        if len({id(branch) for branch in needed.values()}) > 1:
+            names = ", ".join(repr(s) for s in needed)
+            yield _warning(
+                join.id,
+                f"parallel join waits for {branches} branches but {names} lie on different "
+                f"branches of exclusive gateway {gateway_id!r}, which takes only one",
+            )
+            return
+
+
+def _exclusive_dependencies(graph: Graph) -> dict[str, dict[str, Link]]:
+    """For each exclusive gateway not on a cycle: node id -> the one outgoing link it needs.
+
+    A node depends on link ``k`` when it is unreachable once ``k`` is removed.
+    """
+    result: dict[str, dict[str, Link]] = {}
+    everything = _reachable(graph)
+    for node in graph.nodes.values():
+        if node.type != NodeType.EXCLUSIVE or _on_cycle(node):
+            continue
+        needs: dict[str, Link] = {}
+        for link in node.next_links:
+            for lost in everything - _reachable(graph, (link,)):
+                needs[lost] = link
+        result[node.id] = needs
+    return result
+
+
+def _on_cycle(node: Node) -> bool:
+    seen: set[str] = set()
+    todo = list(_targets(node))
+    while todo:
+        current = todo.pop()
+        if current.id == node.id:
+            return True
+        if current.id not in seen:
+            seen.add(current.id)
+            todo.extend(_targets(current))
+    return False

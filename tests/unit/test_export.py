@@ -1,0 +1,228 @@
+"""Export (semantics.md §1): to_dict / to_json / to_yaml in loader shape, and round trips."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flow.errors import GraphDefinitionError
+from flow.graph import Graph
+from flow.spec import GraphSpec
+
+
+def shape(graph: Graph) -> tuple[Any, ...]:
+    """Everything a graph means, for comparing a graph with its re-parsed export."""
+    nodes = [
+        (
+            n.id,
+            n.type,
+            n.title,
+            dict(n.meta),
+            n.when,
+            n.task,
+            [(k.next_id, k.title, dict(k.meta), k.when, k.priority) for k in n._links],
+        )
+        for n in graph.nodes.values()
+    ]
+    return (graph.id, graph.title, graph.driver, dict(graph.meta), graph.start.id, nodes)
+
+
+def test_reference_parallel_graph_exports_exactly_like_the_reference() -> None:
+    spec = GraphSpec("c1")
+    spec.add_start("s1")
+    spec.add_parallel("p1").link_add("n1").link_add("n2")
+    spec.add_activity("n1").link_add("e1")
+    spec.add_activity("n2").link_add("e1")
+    spec.add_end("e1")
+    assert spec.create().to_json() == (
+        '{"id":"c1","title":"c1","layout":[{"id":"s1","type":"start"},'
+        '{"id":"p1","type":"parallel","link":[{"nextId":"n1"},{"nextId":"n2"}]},'
+        '{"id":"n1","type":"activity","link":[{"nextId":"e1"}]},'
+        '{"id":"n2","type":"activity","link":[{"nextId":"e1"}]},'
+        '{"id":"e1","type":"end"}]}'
+    )
+
+
+def test_every_key_is_exported_in_loader_order() -> None:
+    spec = GraphSpec("g", title="T", driver="drv")
+    spec.meta_put("owner", "hr")
+    spec.add_start("s", title="Start", meta={"a": 1}, when="x > 1", task="y = 1").link_add(
+        "e", title="go", when="z", priority=2, meta={"b": [1, 2]}
+    )
+    spec.add_end("e")
+    assert spec.create().to_dict() == {
+        "id": "g",
+        "title": "T",
+        "driver": "drv",
+        "meta": {"owner": "hr"},
+        "layout": [
+            {
+                "id": "s",
+                "type": "start",
+                "title": "Start",
+                "meta": {"a": 1},
+                "when": "x > 1",
+                "task": "y = 1",
+                "link": [
+                    {
+                        "nextId": "e",
+                        "title": "go",
+                        "meta": {"b": [1, 2]},
+                        "when": "z",
+                        "priority": 2,
+                    }
+                ],
+            },
+            {"id": "e", "type": "end"},
+        ],
+    }
+
+
+def test_empty_titles_meta_and_zero_priority_are_left_out() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s", title="", meta={}).link_add("e", title="", priority=0, meta={})
+    spec.add_end("e")
+    assert spec.create().to_dict()["layout"][0] == {
+        "id": "s",
+        "type": "start",
+        "link": [{"nextId": "e"}],
+    }
+
+
+def test_links_keep_definition_order_with_their_priorities() -> None:
+    g = Graph.from_text(
+        "id: g\nlayout: [{id: a, link: [b, {nextId: c, priority: 9}]}, {id: b}, {id: c}]"
+    )
+    assert g.to_dict()["layout"][0]["link"] == [{"nextId": "b"}, {"nextId": "c", "priority": 9}]
+
+
+def test_json_keeps_non_ascii_text() -> None:
+    g = Graph.from_text("id: g\ntitle: 请假审批\nlayout: [{id: a, title: 申请}]")
+    assert '"title":"请假审批"' in g.to_json()
+
+
+def test_yaml_export_keeps_key_order_and_non_ascii() -> None:
+    g = Graph.from_text("id: g\ntitle: 审批\nlayout: [{id: a}]")
+    assert g.to_yaml() == "id: g\ntitle: 审批\nlayout:\n- id: a\n  type: activity\n"
+
+
+def test_yaml_export_parses_back_to_the_same_dict() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: a, meta: {r: '1:5', n: null}, link: b}, {id: b}]")
+    assert yaml.safe_load(g.to_yaml()) == g.to_dict()
+
+
+def test_linkless_node_loaded_from_text_exports_an_empty_link_list() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start, link: []}, {id: b}]")
+    assert g.to_dict()["layout"] == [
+        {"id": "s", "type": "start", "link": []},
+        {"id": "b", "type": "activity"},
+    ]
+
+
+def test_linkless_node_built_in_code_exports_without_link_like_the_reference() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s")
+    spec.add_end("e")
+    exported = spec.create().to_dict()
+    assert exported["layout"][0] == {"id": "s", "type": "start"}
+
+
+def test_graph_from_spec_from_graph_keeps_the_faithful_export() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start, link: []}, {id: b}]")
+    assert GraphSpec.from_graph(g).create().to_json() == g.to_json()
+
+
+def test_component_condition_cannot_be_exported() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("e", when=lambda ctx: True)
+    spec.add_end("e")
+    with pytest.raises(GraphDefinitionError, match=r"link s -> e of node 's'.*'@name'"):
+        spec.create().to_json()
+
+
+def test_component_task_cannot_be_exported() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a")
+    spec.add_activity("a", task=lambda ctx, node: None)
+    with pytest.raises(GraphDefinitionError, match="'task' of node 'a'"):
+        spec.create().to_dict()
+
+
+def test_unrepresentable_meta_is_a_graph_definition_error() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s", meta={"when": object()})
+    graph = spec.create()
+    with pytest.raises(GraphDefinitionError, match="JSON"):
+        graph.to_json()
+    with pytest.raises(GraphDefinitionError, match="YAML"):
+        graph.to_yaml()
+
+
+def test_oa_graph_round_trips_through_json_and_yaml() -> None:
+    text = (
+        "id: oa\nlayout:\n"
+        "  - {id: s, type: start}\n"
+        "  - {id: apply, meta: {actor: employee}}\n"
+        "  - {id: gw, type: exclusive, link: [{nextId: m, when: 'amount < 5000'}, d]}\n"
+        "  - {id: m, meta: {actor: manager}, link: e}\n"
+        "  - {id: d, meta: {actor: director}}\n"
+        "  - {id: e, type: end}\n"
+    )
+    g = Graph.from_text(text)
+    assert shape(Graph.from_text(g.to_json())) == shape(g)
+    assert shape(Graph.from_text(g.to_yaml())) == shape(g)
+
+
+# -- round-trip property --------------------------------------------------------------------
+
+_texts = st.text(st.characters(codec="utf-8"), max_size=8)
+_ids = st.sampled_from(["a", "b", "c", "n-2", "end", "1", "é"]) | _texts
+_scalars = st.none() | st.booleans() | st.integers(-5, 5) | _texts
+_meta = st.dictionaries(st.sampled_from(["actor", "$for", "$in", "x"]), _scalars, max_size=3)
+_types = st.sampled_from(["start", "end", "activity", "exclusive", "parallel", "loop", "odd"])
+_link_objects = st.fixed_dictionaries(
+    {"nextId": _ids},
+    optional={"title": _texts, "meta": _meta, "when": _texts, "priority": st.integers(-3, 3)},
+)
+_links = _ids | _link_objects | st.lists(_ids | _link_objects, max_size=3)
+_nodes = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": _ids,
+        "type": _types,
+        "title": _texts,
+        "meta": _meta,
+        "when": _texts,
+        "task": _texts,
+        "link": _links,
+    },
+)
+_documents = st.fixed_dictionaries(
+    {"id": st.sampled_from(["g", "flow-1"]), "layout": st.lists(_nodes, min_size=1, max_size=6)},
+    optional={"title": _texts, "driver": _texts, "meta": _meta},
+)
+
+
+def _load(document: dict[str, Any], as_yaml: bool) -> Graph | None:
+    text = yaml.safe_dump(document, allow_unicode=True) if as_yaml else json.dumps(document)
+    try:
+        return Graph.from_text(text)
+    except GraphDefinitionError:
+        return None  # no determinable start node
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=_documents, as_yaml=st.booleans())
+def test_graphs_loaded_from_text_round_trip_through_json_and_yaml(
+    document: dict[str, Any], as_yaml: bool
+) -> None:
+    graph = _load(document, as_yaml)
+    if graph is None:
+        return
+    assert shape(Graph.from_text(graph.to_json())) == shape(graph)
+    assert shape(Graph.from_text(graph.to_yaml())) == shape(graph)

@@ -1,0 +1,171 @@
+"""Mermaid and Graphviz DOT text: shapes, labels, escaping and state colours."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flow.graph import Graph
+from flow.render import graph_to_dot, graph_to_mermaid
+from flow.spec import GraphSpec
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+OA_STATES = {"start": 1002, "apply": 1002, "gw": 1002, "manager": 1001, "director": 1003, "end": 0}
+
+
+@pytest.fixture
+def oa() -> Graph:
+    return Graph.from_file(SNAPSHOTS / "oa.graph.yml")
+
+
+def expected(name: str) -> str:
+    return (SNAPSHOTS / name).read_text(encoding="utf-8")
+
+
+def one_node(type_name: str, title: str = "T") -> Graph:
+    return Graph.from_text(
+        f"id: g\nlayout: [{{id: s, type: start}}, {{id: x, type: {type_name}, title: '{title}'}}]"
+    )
+
+
+# -- snapshots ------------------------------------------------------------------------------
+
+
+def test_oa_mermaid_matches_snapshot(oa: Graph) -> None:
+    assert graph_to_mermaid(oa) == expected("oa.mmd")
+
+
+def test_oa_mermaid_with_states_matches_snapshot(oa: Graph) -> None:
+    assert graph_to_mermaid(oa, OA_STATES) == expected("oa_states.mmd")
+
+
+def test_oa_dot_matches_snapshot(oa: Graph) -> None:
+    assert graph_to_dot(oa) == expected("oa.dot")
+
+
+def test_oa_dot_with_states_matches_snapshot(oa: Graph) -> None:
+    assert graph_to_dot(oa, OA_STATES) == expected("oa_states.dot")
+
+
+def test_graph_to_mermaid_method_delegates(oa: Graph) -> None:
+    assert oa.to_mermaid(OA_STATES) == graph_to_mermaid(oa, OA_STATES)
+
+
+# -- mermaid --------------------------------------------------------------------------------
+
+
+def test_mermaid_starts_with_flowchart(oa: Graph) -> None:
+    assert oa.to_mermaid().startswith("flowchart TD\n")
+
+
+@pytest.mark.parametrize(
+    ("type_name", "line"),
+    [
+        ("start", 'n_x(["T"])'),
+        ("end", 'n_x(["T"])'),
+        ("activity", 'n_x["T"]'),
+        ("exclusive", 'n_x{"T (exclusive)"}'),
+        ("inclusive", 'n_x{"T (inclusive)"}'),
+        ("parallel", 'n_x{"T (parallel)"}'),
+        ("loop", 'n_x{{"T (loop)"}}'),
+    ],
+)
+def test_mermaid_node_shape_shows_the_type(type_name: str, line: str) -> None:
+    assert f"    {line}\n" in one_node(type_name).to_mermaid()
+
+
+def test_mermaid_gateway_without_title_shows_its_type() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start}, {id: x, type: exclusive}]")
+    assert '    n_x{"exclusive"}\n' in g.to_mermaid()
+
+
+def test_mermaid_activity_without_title_shows_its_id() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start}, {id: x}]")
+    assert '    n_x["x"]\n' in g.to_mermaid()
+
+
+def test_mermaid_escapes_special_characters_in_labels() -> None:
+    g = one_node("activity", 'a "q" <b> & c | #1 `x`')
+    assert '    n_x["a #quot;q#quot; #lt;b#gt; #amp; c #124; #35;1 #96;x#96;"]\n' in g.to_mermaid()
+
+
+def test_mermaid_folds_newlines_in_labels() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s", title="line one\nline two")
+    assert '    n_s(["line one line two"])\n' in spec.create().to_mermaid()
+
+
+def test_mermaid_ids_are_safe_and_unique() -> None:
+    g = Graph.from_text(
+        "id: g\nlayout: [{id: a-b, type: start}, {id: a_b}, {id: 'x y'}, {id: end}]"
+    )
+    lines = g.to_mermaid().splitlines()
+    assert lines[1:5] == [
+        '    n_a_b(["a-b"])',
+        '    n_a_b_2["a_b"]',
+        '    n_x_y["x y"]',
+        '    n_end["end"]',
+    ]
+
+
+def test_mermaid_link_label_shows_title_and_condition() -> None:
+    g = Graph.from_text(
+        "id: g\nlayout:\n"
+        "  - {id: s, type: start, link: {nextId: e, title: go, when: 'a > 1'}}\n"
+        "  - {id: e}"
+    )
+    assert '    n_s -->|"go: a #gt; 1"| n_e\n' in g.to_mermaid()
+
+
+def test_mermaid_marks_the_default_link_of_an_exclusive_gateway(oa: Graph) -> None:
+    assert '    n_gw -->|"default"| n_director\n' in oa.to_mermaid()
+
+
+def test_mermaid_shows_a_component_condition_by_its_type() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("e", when=lambda ctx: True)
+    spec.add_end("e")
+    assert '-->|"#lt;function#gt;"|' in spec.create().to_mermaid()
+
+
+def test_mermaid_draws_links_to_unknown_nodes_as_missing() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start, link: ghost}]")
+    text = g.to_mermaid()
+    assert '    n_ghost["ghost (missing)"]\n' in text and "    class n_ghost missing\n" in text
+
+
+def test_mermaid_states_ignore_unknown_codes_and_nodes() -> None:
+    text = one_node("activity").to_mermaid({"x": 0, "s": 77, "nowhere": 1001})
+    assert "    class " not in text and "classDef waiting" in text
+
+
+# -- dot ------------------------------------------------------------------------------------
+
+
+def test_dot_escapes_quotes_backslashes_and_newlines() -> None:
+    spec = GraphSpec('g"1')
+    spec.add_start('s"x', title='say "hi" \\n\nnext')
+    text = graph_to_dot(spec.create())
+    assert '    "s\\"x" [label="say \\"hi\\" \\\\n\\nnext", shape=ellipse];\n' in text
+    assert text.startswith('digraph "g\\"1" {\n')
+
+
+def test_dot_fills_nodes_by_state() -> None:
+    text = graph_to_dot(one_node("activity"), {"x": 1003})
+    assert 'fillcolor="#f5b7b1"' in text and 'style="rounded,filled"' in text
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_dot_with_awkward_text_is_accepted_by_graphviz() -> None:
+    spec = GraphSpec("weird {graph}")
+    spec.add_start("-> ;", title='a "b" \\ c\n{d} <e> [f]').link_add("x\\", when='s == "}"')
+    spec.add_exclusive("x\\").link_add('ghost"').link_add("end")
+    spec.add_end("end")
+    source = graph_to_dot(spec.create(), {"x\\": 1001})
+    result = subprocess.run(
+        ["dot", "-Tsvg"], input=source, capture_output=True, text=True, check=False, timeout=30
+    )
+    assert result.returncode == 0, result.stderr

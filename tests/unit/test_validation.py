@@ -1,0 +1,275 @@
+"""Graph.validate(): every problem at once, errors and warnings, each naming its node/link."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow.graph import Graph
+from flow.spec import GraphSpec
+from flow.validation import Problem
+
+
+def problems(text: str) -> list[tuple[str, str | None, str | None]]:
+    return [(p.severity, p.node_id, p.link) for p in Graph.from_text(text).validate()]
+
+
+def messages(text: str) -> list[str]:
+    return [str(p) for p in Graph.from_text(text).validate()]
+
+
+def linear(*nodes: str) -> str:
+    return "id: g\nlayout:\n" + "".join(f"  - {n}\n" for n in nodes)
+
+
+def test_a_clean_graph_has_no_problems() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: a, task: 'x = 1', when: 'y > 0'}",
+        "{id: gw, type: exclusive, link: [{nextId: b, when: 'x == 1'}, e]}",
+        "{id: b, task: '@component'}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == []
+
+
+def test_problem_str_is_one_line_with_node_and_link() -> None:
+    p = Problem(severity="error", node_id="a", link="a -> b", message="link to unknown node 'b'")
+    assert str(p) == "error: node 'a', link a -> b: link to unknown node 'b'"
+
+
+def test_problem_without_node_or_link_says_graph() -> None:
+    assert (
+        str(Problem(severity="warning", node_id=None, link=None, message="m"))
+        == "warning: graph: m"
+    )
+
+
+def test_problem_is_frozen() -> None:
+    p = Problem(severity="error", node_id="a", link=None, message="m")
+    with pytest.raises(AttributeError):
+        p.message = "other"  # type: ignore[misc]
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def test_duplicate_node_id_is_an_error_naming_the_node() -> None:
+    text = linear("{id: s, type: start}", "{id: a}", "{id: a, type: end}")
+    assert messages(text) == [
+        "error: node 'a': node id defined 2 times; only the last definition is used"
+    ]
+
+
+def test_link_to_unknown_node_is_an_error_naming_the_link() -> None:
+    text = linear("{id: s, type: start, link: [e, ghost]}", "{id: e, type: end}")
+    assert problems(text) == [("error", "s", "s -> ghost")]
+
+
+def test_link_with_empty_next_id_is_an_error() -> None:
+    text = linear("{id: s, type: start, link: [e, {title: t}]}", "{id: e, type: end}")
+    assert messages(text) == ["error: node 's', link s -> : link has an empty nextId"]
+
+
+def test_unparsable_node_condition_is_an_error() -> None:
+    text = linear("{id: s, type: start}", "{id: a, when: 'x &&'}", "{id: e, type: end}")
+    assert problems(text) == [("error", "a", None)]
+
+
+def test_unparsable_link_condition_is_an_error_naming_the_link() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: exclusive, link: [{nextId: e, when: 'a ==='}, e]}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == [("error", "gw", "gw -> e")]
+
+
+def test_forbidden_expression_is_an_error() -> None:
+    text = linear("{id: s, type: start}", "{id: a, when: 'x.__class__'}", "{id: e, type: end}")
+    assert "condition is invalid" in messages(text)[0]
+
+
+def test_unparsable_task_script_is_an_error() -> None:
+    text = linear("{id: s, type: start}", "{id: a, task: 'y = '}", "{id: e, type: end}")
+    assert problems(text) == [("error", "a", None)]
+
+
+@pytest.mark.parametrize("task", ["'@my component'", "'#other graph'", "'$scripts.a b'"])
+def test_component_subgraph_and_meta_tasks_are_not_parsed(task: str) -> None:
+    text = linear("{id: s, type: start}", f"{{id: a, task: {task}}}", "{id: e, type: end}")
+    assert problems(text) == []
+
+
+def test_condition_components_are_not_parsed() -> None:
+    text = linear("{id: s, type: start}", "{id: a, when: '@is ok?'}", "{id: e, type: end}")
+    assert problems(text) == []
+
+
+def test_python_object_components_are_not_parsed() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a", when=lambda ctx: True)
+    spec.add_activity("a", task=lambda ctx, node: None).link_add("e")
+    spec.add_end("e")
+    assert spec.create().validate() == []
+
+
+def loop(source: str) -> str:
+    return linear(
+        "{id: s, type: start}",
+        f"{{id: l, type: loop, meta: {{$for: i, $in: {source}}}}}",
+        "{id: a}",
+        "{id: c, type: loop}",
+        "{id: e, type: end}",
+    )
+
+
+@pytest.mark.parametrize("source", ["[1, 2]", "items", "'1...5'", "'0:10:2'", "'5...1'"])
+def test_valid_loop_sources_are_accepted(source: str) -> None:
+    assert problems(loop(source)) == []
+
+
+@pytest.mark.parametrize("source", ["'1...x'", "'0:10:0'", "'1:2'", "5", "{a: 1}"])
+def test_bad_loop_source_is_an_error(source: str) -> None:
+    assert problems(loop(source)) == [("error", "l", None)]
+
+
+def test_unquoted_yaml_range_hints_at_quoting() -> None:
+    assert "quote ranges" in messages(loop("1:5"))[0]
+
+
+def test_missing_loop_source_is_an_error() -> None:
+    text = linear("{id: s, type: start}", "{id: l, type: loop, meta: {$for: i}}", "{id: e}")
+    assert problems(text) == [("error", "l", None)]
+
+
+def test_sub_graph_task_for_a_graph_not_loaded_yet_is_fine() -> None:
+    text = linear("{id: s, type: start}", "{id: a, task: '#not_loaded'}", "{id: e, type: end}")
+    assert problems(text) == []
+
+
+# -- warnings -------------------------------------------------------------------------------
+
+
+def test_explicit_unknown_type_is_a_warning() -> None:
+    text = linear("{id: s, type: start}", "{id: a, type: human}", "{id: e, type: end}")
+    assert messages(text) == ["warning: node 'a': unknown type 'human', treated as activity"]
+
+
+def test_several_default_links_on_an_exclusive_gateway_is_a_warning() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: exclusive, link: [{nextId: a, when: 'x'}, a, e]}",
+        "{id: a}",
+        "{id: e, type: end}",
+    )
+    assert messages(text) == [
+        "warning: node 'gw': exclusive gateway has 2 default links (gw -> a, gw -> e); "
+        "only the last (gw -> e) is ever taken"
+    ]
+
+
+def test_several_default_links_on_an_inclusive_gateway_are_fine() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: inclusive, link: [a, e]}",
+        "{id: a}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == []
+
+
+def test_unreachable_node_is_a_warning() -> None:
+    text = linear("{id: s, type: start, link: e}", "{id: lost}", "{id: e, type: end}")
+    assert problems(text) == [("warning", "lost", None)]
+
+
+def test_nodes_after_an_end_node_are_unreachable() -> None:
+    text = linear("{id: s, type: start}", "{id: e, type: end, link: a}", "{id: a}")
+    assert problems(text) == [("warning", "a", None)]
+
+
+def test_parallel_join_fed_by_an_unreachable_node_is_a_warning() -> None:
+    text = linear(
+        "{id: s, type: start, link: a}",
+        "{id: a, link: j}",
+        "{id: orphan, link: j}",
+        "{id: j, type: parallel}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == [("warning", "orphan", None), ("warning", "j", "orphan -> j")]
+
+
+def test_parallel_join_fed_by_exclusive_branches_is_a_warning() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: exclusive, link: [{nextId: a, when: 'x > 1'}, b]}",
+        "{id: a, link: j}",
+        "{id: b, link: j}",
+        "{id: j, type: parallel}",
+        "{id: e, type: end}",
+    )
+    assert messages(text) == [
+        "warning: node 'j': parallel join waits for 2 branches but 'a', 'b' lie on different "
+        "branches of exclusive gateway 'gw', which takes only one"
+    ]
+
+
+def test_parallel_join_fed_directly_by_an_exclusive_gateway_is_a_warning() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: exclusive, link: [{nextId: a, when: 'x > 1'}, j]}",
+        "{id: a, link: j}",
+        "{id: j, type: parallel}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == [("warning", "j", None)]
+
+
+def test_parallel_split_and_join_is_fine() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: p, type: parallel, link: [a, b]}",
+        "{id: a, link: j}",
+        "{id: b, link: j}",
+        "{id: j, type: parallel}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == []
+
+
+def test_join_after_an_exclusive_gateway_on_a_cycle_is_not_flagged() -> None:
+    text = linear(
+        "{id: s, type: start}",
+        "{id: gw, type: exclusive, link: [{nextId: a, when: 'x > 1'}, b]}",
+        "{id: a, link: j}",
+        "{id: b, link: [j, gw]}",
+        "{id: j, type: parallel}",
+        "{id: e, type: end}",
+    )
+    assert problems(text) == []
+
+
+def test_errors_come_before_warnings() -> None:
+    text = linear(
+        "{id: s, type: start, link: [e, ghost]}", "{id: lost, type: x}", "{id: e, type: end}"
+    )
+    assert [p.severity for p in Graph.from_text(text).validate()] == ["error", "warning", "warning"]
+
+
+def test_every_problem_names_a_node() -> None:
+    text = linear(
+        "{id: s, type: start, link: [a, ghost]}",
+        "{id: a, type: weird, when: 'x &&'}",
+        "{id: a, link: e}",
+        "{id: lost}",
+        "{id: e, type: end}",
+    )
+    found = Graph.from_text(text).validate()
+    assert len(found) >= 4 and all(p.node_id for p in found)
+
+
+def test_deeply_nested_condition_is_an_error_not_a_crash() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s", when="(" * 5000 + "x" + ")" * 5000).link_add("e")
+    spec.add_end("e")
+    assert [(p.severity, p.node_id) for p in spec.create().validate()] == [("error", "s")]
