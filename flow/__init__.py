@@ -1,0 +1,71 @@
+"""flow — a Python port of the solon-flow graph engine (no database dependencies)."""
+
+from __future__ import annotations
+
+from flow.codec import decode, encode, is_representable
+from flow.container import ConditionComponent, Container, MapContainer, TaskComponent
+from flow.context import FlowContext, NonSerializable
+from flow.driver import FlowDriver, SimpleFlowDriver
+from flow.engine import FlowEngine
+from flow.errors import (
+    ComponentNotFoundError,
+    ConditionError,
+    ExpressionError,
+    FlowError,
+    GraphDefinitionError,
+    GraphNotFoundError,
+    NodeNotFoundError,
+    SnapshotError,
+    TaskError,
+)
+from flow.evaluation import Evaluation, SafeEvaluation
+from flow.exchanger import FlowExchanger
+from flow.graph import Graph, Link, Node
+from flow.interceptor import FlowInterceptor, FlowInvocation
+from flow.node_type import NodeType
+from flow.spec import GraphSpec, LinkSpec, NodeSpec
+from flow.stepper import parse_range
+from flow.trace import FlowTrace, NodeRecord
+
+# NOT exported here, on purpose:
+# - `Problem` lives in `flow.validation` (import it from there; `Graph.validate()` returns it).
+# - The workflow names (TaskState, WorkflowExecutor, ...) live in the `flow.workflow` package.
+
+__all__ = [
+    "ComponentNotFoundError",
+    "ConditionComponent",
+    "ConditionError",
+    "Container",
+    "Evaluation",
+    "ExpressionError",
+    "FlowContext",
+    "FlowDriver",
+    "FlowEngine",
+    "FlowError",
+    "FlowExchanger",
+    "FlowInterceptor",
+    "FlowInvocation",
+    "FlowTrace",
+    "Graph",
+    "GraphDefinitionError",
+    "GraphNotFoundError",
+    "GraphSpec",
+    "Link",
+    "LinkSpec",
+    "MapContainer",
+    "Node",
+    "NodeNotFoundError",
+    "NodeRecord",
+    "NodeSpec",
+    "NodeType",
+    "NonSerializable",
+    "SafeEvaluation",
+    "SimpleFlowDriver",
+    "SnapshotError",
+    "TaskComponent",
+    "TaskError",
+    "decode",
+    "encode",
+    "is_representable",
+    "parse_range",
+]

@@ -1,0 +1,272 @@
+"""The per-node-type algorithms of one evaluation (the reference's ``node_run`` family).
+
+Traversal is depth-first in link-priority order, like the reference. To keep deep graphs off the
+Python stack, each algorithm returns the node its *last* outgoing branch continues with and
+:meth:`_Walk.run` loops on it; only the earlier branches of a real split recurse. Conditions and
+branches still run in exactly the reference's order (a branch's condition is tested after the
+previous branch finished).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flow.errors import ConditionError, FlowError, GraphDefinitionError, TaskError
+from flow.node_type import NodeType
+from flow.stepper import parse_range
+
+if TYPE_CHECKING:
+    from flow.exchanger import FlowExchanger
+    from flow.graph import Graph, Link, Node
+    from flow.interceptor import FlowInterceptor
+
+_INCLUSIVE = "inclusive_run"
+_LOOP = "loop_run"
+_MISSING: Any = object()
+
+
+class _Cursor:
+    """An iterator with ``has_next`` (a loop end waits while its loop has items left)."""
+
+    __slots__ = ("_items", "_pending")
+
+    def __init__(self, items: Iterator[Any]) -> None:
+        self._items = items
+        self._pending: Any = _MISSING
+
+    def has_next(self) -> bool:
+        if self._pending is _MISSING:
+            self._pending = next(self._items, _MISSING)
+        return self._pending is not _MISSING
+
+    def next(self) -> Any:
+        self.has_next()
+        item, self._pending = self._pending, _MISSING
+        return item
+
+
+class Walk:
+    """One walk of one graph for one exchanger, resuming at ``start_node``."""
+
+    __slots__ = ("ex", "interceptors", "start_node")
+
+    def __init__(
+        self, exchanger: FlowExchanger, interceptors: Sequence[FlowInterceptor], start_node: Node
+    ) -> None:
+        self.ex = exchanger
+        self.interceptors = interceptors
+        self.start_node = start_node
+
+    def run(self, node: Node | None) -> None:
+        """Run ``node`` and everything it flows into (the reference's ``node_run``)."""
+        ex = self.ex
+        while node is not None:
+            if ex.is_stopped:
+                return
+            if ex.interrupted:
+                ex.interrupted = False
+                return
+            if ex.reverting:
+                start = self.start_node
+                if node.id == start.id and node.graph.id == start.graph.id:
+                    ex.reverting = False
+            else:
+                ex.context.trace.record_node(node.graph, node)
+            if not ex.reverting and not ex.next_step():
+                ex.stop()
+                return
+            node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
+
+    # -- shared pieces -----------------------------------------------------------------
+    def condition(self, graph: Graph, when: Any, default: bool) -> bool:
+        """Test a ``when``; empty gives ``default``. Non-flow errors become ``ConditionError``."""
+        if when is None:
+            return default
+        try:
+            return self.ex.driver.handle_condition(self.ex, when)
+        except FlowError:
+            raise
+        except Exception as exc:
+            raise ConditionError(graph.id, when if isinstance(when, str) else repr(when)) from exc
+
+    def _callbacks_ok(self) -> bool:
+        ex = self.ex
+        if ex.is_stopped:
+            return False
+        if ex.interrupted:
+            ex.interrupted = False
+            return False
+        return True
+
+    def node_start(self, node: Node) -> bool:
+        ex = self.ex
+        if ex.reverting:
+            return True
+        for interceptor in self.interceptors:
+            interceptor.on_node_start(ex.context, node)
+        ex.driver.on_node_start(ex, node)
+        return self._callbacks_ok()
+
+    def node_end(self, node: Node) -> bool:
+        ex = self.ex
+        if ex.reverting:
+            return True
+        for interceptor in self.interceptors:
+            interceptor.on_node_end(ex.context, node)
+        ex.driver.on_node_end(ex, node)
+        return self._callbacks_ok()
+
+    def task_exec(self, node: Node) -> bool:
+        """Callbacks around the node's task; false when the branch must not flow out."""
+        ex = self.ex
+        if ex.reverting:
+            return True
+        if not self.node_start(node):
+            return False
+        if node.when is None or self.condition(node.graph, node.when, True):
+            try:
+                ex.driver.handle_task(ex, node)
+            except FlowError:
+                raise
+            except Exception as exc:
+                raise TaskError(node.graph.id, node.id) from exc
+        if not self._callbacks_ok():
+            return False
+        return self.node_end(node)
+
+    def flow_out(self, node: Node) -> Node | None:
+        """Every link whose condition is empty or true, in order; the last one is the tail."""
+        links = node.next_link_list
+        last = len(links) - 1
+        for index, link in enumerate(links):
+            if link.when is None or self.condition(node.graph, link.when, True):
+                if index == last:
+                    return link.next_node
+                self.run(link.next_node)
+        return None
+
+    def fan_out(self, targets: Sequence[Node]) -> Node | None:
+        """Run every target but the last; return the last as the tail."""
+        for target in targets[:-1]:
+            self.run(target)
+        return targets[-1] if targets else None
+
+
+# -- per-type algorithms (each returns the tail node, or None) ------------------------
+def _start_run(walk: Walk, node: Node) -> Node | None:
+    if not walk.node_start(node) or not walk.node_end(node):
+        return None
+    return walk.flow_out(node)
+
+
+def _end_run(walk: Walk, node: Node) -> Node | None:
+    if walk.node_start(node):
+        walk.node_end(node)
+    return None
+
+
+def _activity_run(walk: Walk, node: Node) -> Node | None:
+    return walk.flow_out(node) if walk.task_exec(node) else None
+
+
+def _exclusive_run(walk: Walk, node: Node) -> Node | None:
+    if not walk.task_exec(node):
+        return None
+    default: Link | None = None
+    for link in node.next_link_list:
+        if link.when is None:
+            default = link
+        elif walk.condition(node.graph, link.when, False):
+            return link.next_node
+    return default.next_node if default is not None else None
+
+
+def _inclusive_run(walk: Walk, node: Node) -> Node | None:
+    ex = walk.ex
+    stack = ex.stack(node.graph, _INCLUSIVE)
+    if len(node.prev_link_list) > 1 and stack:
+        if stack[-1] > ex.counter_incr(node.graph, node.id):
+            return None
+        stack.pop()
+    if not walk.task_exec(node):
+        return None
+    matched = [link for link in node.next_link_list if walk.condition(node.graph, link.when, True)]
+    if not matched:
+        return None
+    stack.append(len(matched))
+    for link in matched[:-1]:
+        walk.run(link.next_node)
+    return matched[-1].next_node
+
+
+def _parallel_run(walk: Walk, node: Node) -> Node | None:
+    ex = walk.ex
+    if len(node.prev_link_list) > ex.counter_incr(node.graph, node.id):
+        return None
+    if not walk.task_exec(node):
+        return None
+    ex.counter_set(node.graph, node.id, 0)
+    return walk.fan_out(node.next_node_list)
+
+
+def _loop_run(walk: Walk, node: Node) -> Node | None:
+    for_key = node.meta_as_str("$for")
+    stack = walk.ex.stack(node.graph, _LOOP)
+    if not for_key:
+        if stack:
+            if stack[-1].has_next():
+                return None
+            stack.pop()
+        return walk.flow_out(node) if walk.task_exec(node) else None
+    if not walk.task_exec(node):
+        return None
+    cursor = _Cursor(_loop_items(walk, node))
+    stack.append(cursor)
+    while cursor.has_next():
+        walk.ex.context.put(for_key, cursor.next())
+        tail = walk.flow_out(node)
+        if not cursor.has_next():
+            return tail
+        walk.run(tail)
+    return None
+
+
+def _loop_items(walk: Walk, node: Node) -> Iterator[Any]:
+    """The items of a loop start's ``$in``: a list, a context variable, or a range text."""
+    source = node.meta_get("$in")
+    where = f"loop node {node.id!r} of graph {node.graph.id!r}"
+    if isinstance(source, list | tuple):
+        return iter(source)
+    if not isinstance(source, str):
+        raise GraphDefinitionError(
+            f"The '$in' of {where} must be a list or a string", graph_id=node.graph.id
+        )
+    if ":" in source or "..." in source:
+        try:
+            return iter(parse_range(source))
+        except ValueError as exc:
+            raise GraphDefinitionError(
+                f"Bad '$in' of {where}: {exc}", graph_id=node.graph.id
+            ) from exc
+    value = walk.ex.context.get(source)
+    if isinstance(value, Iterator):
+        return value
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
+        return iter(value)
+    raise FlowError(f"{source!r} is not a collection ('$in' of {where})")
+
+
+def _unknown_run(walk: Walk, node: Node) -> Node | None:
+    return None
+
+
+_BY_TYPE: dict[NodeType, Callable[[Walk, Node], Node | None]] = {
+    NodeType.START: _start_run,
+    NodeType.END: _end_run,
+    NodeType.ACTIVITY: _activity_run,
+    NodeType.EXCLUSIVE: _exclusive_run,
+    NodeType.INCLUSIVE: _inclusive_run,
+    NodeType.PARALLEL: _parallel_run,
+    NodeType.LOOP: _loop_run,
+}

@@ -1,0 +1,229 @@
+"""The evaluation context: variables, control flags, trace and the caller's unit of work."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from flow import codec
+from flow.errors import SnapshotError
+from flow.node_type import NodeType
+from flow.trace import FlowTrace, NodeRecord
+
+if TYPE_CHECKING:
+    from flow.exchanger import FlowExchanger
+
+_SELF_KEY = "context"
+_ID_KEY = "instanceId"
+
+
+class NonSerializable:
+    """Marker base: context values of a subclass are never written into a snapshot."""
+
+
+class FlowContext:
+    """Variables of one flow instance plus the control surface tasks use (``stop``/``interrupt``).
+
+    ``data`` is a plain ``dict`` (other threads may read it) pre-filled with ``"instanceId"`` and
+    ``"context"`` (this object) so that expressions can refer to both.
+    """
+
+    __slots__ = ("_stopped", "connection", "data", "exchanger", "instance_id", "trace")
+
+    def __init__(
+        self,
+        instance_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        connection: Any = None,
+    ) -> None:
+        self.instance_id: str = instance_id or ""
+        self.data: dict[str, Any] = {_ID_KEY: self.instance_id, _SELF_KEY: self}
+        self.trace: FlowTrace = FlowTrace()
+        self.connection: Any = connection
+        #: The exchanger of the evaluation currently running on this context (``None`` outside).
+        self.exchanger: FlowExchanger | None = None
+        self._stopped = False
+        if data:
+            self.put_all(data)
+
+    @classmethod
+    def of(
+        cls,
+        instance_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        *,
+        connection: Any = None,
+    ) -> FlowContext:
+        return cls(instance_id, data, connection=connection)
+
+    # -- data --------------------------------------------------------------------------
+    def put(self, key: str, value: Any) -> FlowContext:
+        """Set ``key``; a ``None`` value is ignored (as in the reference)."""
+        if value is not None:
+            self.data[key] = value
+        return self
+
+    def put_if_absent(self, key: str, value: Any) -> FlowContext:
+        if value is not None and key not in self.data:
+            self.data[key] = value
+        return self
+
+    def put_all(self, mapping: Mapping[str, Any]) -> FlowContext:
+        for key, value in mapping.items():
+            self.put(key, value)
+        return self
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+    def remove(self, key: str) -> Any:
+        """Remove ``key`` and return its value (``None`` when absent)."""
+        return self.data.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    @contextmanager
+    def scoped(self, key: str, value: Any) -> Iterator[FlowContext]:
+        """Set ``key`` for the ``with`` block, then restore the old value (or remove the key),
+        also when the block raises."""
+        missing = key not in self.data
+        old = self.data.get(key)
+        self.put(key, value)
+        try:
+            yield self
+        finally:
+            if missing:
+                self.data.pop(key, None)
+            else:
+                self.data[key] = old
+
+    # -- control -----------------------------------------------------------------------
+    def stop(self) -> None:
+        """End the whole running evaluation (parents and sub-graphs too); no-op outside one."""
+        if self.exchanger is not None:
+            self.exchanger.stop()
+
+    def interrupt(self) -> None:
+        """End the current branch of the running evaluation; no-op outside one."""
+        if self.exchanger is not None:
+            self.exchanger.interrupt()
+
+    @property
+    def is_stopped(self) -> bool:
+        """True after ``stop()`` (or an exhausted step budget) until the next eval starts."""
+        return self._stopped
+
+    def _set_stopped(self, stopped: bool) -> None:
+        self._stopped = stopped
+
+    # -- trace -------------------------------------------------------------------------
+    @property
+    def last_record(self) -> NodeRecord | None:
+        """The last record of the root graph (the first graph recorded since the last clear)."""
+        return self.trace.last_record()
+
+    @property
+    def last_node_id(self) -> str | None:
+        return self.trace.last_node_id()
+
+    # -- snapshots ---------------------------------------------------------------------
+    def ser_data(self) -> dict[str, Any]:
+        """The entries a snapshot keeps: not ``"context"``, not :class:`NonSerializable`
+        instances, only string keys and values :mod:`flow.codec` can represent."""
+        return {
+            key: value
+            for key, value in self.data.items()
+            if key != _SELF_KEY
+            and isinstance(key, str)
+            and not isinstance(value, NonSerializable)
+            and codec.is_representable(value)
+        }
+
+    def to_json(self) -> str:
+        """The solon-flow 4.x snapshot shape: ``{"stopped", "data", "trace"}``."""
+        records = {
+            gid: {
+                "graphId": r.graph_id,
+                "id": r.id,
+                "title": r.title,
+                "type": r.type.name,
+                "timestamp": r.timestamp,
+            }
+            for gid, r in self.trace.records.items()
+        }
+        doc = {
+            "stopped": self._stopped,
+            "data": codec.encode(self.ser_data()),
+            "trace": {"rootGraphId": self.trace.root_graph_id, "lastRecords": records},
+        }
+        return json.dumps(doc, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, connection: Any = None) -> FlowContext:
+        """Rebuild a context from :meth:`to_json` output, the older ``vars`` key, or the Go
+        port's shape (``vars`` / ``trace.last``). Raises :class:`SnapshotError` on anything else."""
+        try:
+            doc = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise SnapshotError(f"Context snapshot is not valid JSON: {exc}") from exc
+        if not isinstance(doc, dict):
+            raise SnapshotError("Context snapshot must be a JSON object")
+        data = doc.get("data", doc.get("vars")) or {}
+        if not isinstance(data, dict):
+            raise SnapshotError("Context snapshot 'data' must be an object")
+        try:
+            values = codec.decode(data)
+        except ValueError as exc:
+            raise SnapshotError(f"Context snapshot data cannot be decoded: {exc}") from exc
+        instance_id = values.pop(_ID_KEY, None)
+        values.pop(_SELF_KEY, None)
+        ctx = cls(instance_id if isinstance(instance_id, str) else None, connection=connection)
+        ctx.data.update({k: v for k, v in values.items() if v is not None})
+        ctx._stopped = bool(doc.get("stopped", False))
+        _load_trace(ctx.trace, doc.get("trace"))
+        return ctx
+
+    def __repr__(self) -> str:
+        return f"FlowContext(instance_id={self.instance_id!r}, keys={list(self.data)!r})"
+
+
+def _load_trace(trace: FlowTrace, doc: Any) -> None:
+    if doc is None:
+        return
+    if not isinstance(doc, dict):
+        raise SnapshotError("Context snapshot 'trace' must be an object")
+    root = doc.get("rootGraphId")
+    if root is not None and not isinstance(root, str):
+        raise SnapshotError("Context snapshot 'trace.rootGraphId' must be a string")
+    records = doc.get("lastRecords", doc.get("last")) or {}
+    if not isinstance(records, dict):
+        raise SnapshotError("Context snapshot 'trace.lastRecords' must be an object")
+    for graph_id, item in records.items():
+        trace.put_record(_record(graph_id, item))
+    trace.root_graph_id = root
+
+
+def _record(graph_id: str, item: Any) -> NodeRecord:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+        raise SnapshotError(f"Context snapshot trace record of graph {graph_id!r} is malformed")
+    kind = item.get("type")
+    if isinstance(kind, int) and not isinstance(kind, bool):
+        node_type = NodeType(kind) if kind in NodeType._value2member_map_ else NodeType.UNKNOWN
+    else:
+        node_type = NodeType.of(str(kind) if kind is not None else None, NodeType.UNKNOWN)
+    title = item.get("title")
+    timestamp = item.get("timestamp", 0)
+    return NodeRecord(
+        graph_id=str(item.get("graphId") or graph_id),
+        id=item["id"],
+        title=title if isinstance(title, str) else None,
+        type=node_type,
+        timestamp=timestamp if isinstance(timestamp, int) else 0,
+    )
+
+
+__all__ = ["FlowContext", "NonSerializable"]

@@ -1,0 +1,162 @@
+"""The engine: a registry of graphs, drivers and interceptors, and ``eval``."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from flow._walk import Walk
+from flow.context import FlowContext
+from flow.driver import FlowDriver, SimpleFlowDriver
+from flow.errors import GraphDefinitionError, GraphNotFoundError
+from flow.exchanger import FlowExchanger
+from flow.graph import Graph
+from flow.interceptor import FlowInterceptor, FlowInvocation
+from flow.loader import GRAPH_FILE_SUFFIXES
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+class FlowEngine:
+    """Evaluates graphs over contexts.
+
+    One engine is shared by many threads: ``eval`` keeps all per-evaluation state in its own
+    :class:`FlowExchanger`; registries are replaced, not mutated, so a running eval keeps a
+    consistent view.
+    """
+
+    def __init__(self, driver: FlowDriver | None = None) -> None:
+        self._default_driver: FlowDriver = driver if driver is not None else SimpleFlowDriver()
+        self._drivers: dict[str, FlowDriver] = {}
+        self._graphs: dict[str, Graph] = {}
+        self._interceptor_entries: list[tuple[int, int, FlowInterceptor]] = []
+        self._interceptors: tuple[FlowInterceptor, ...] = ()
+        self._seq = 0
+
+    # -- graphs ------------------------------------------------------------------------
+    def load(self, source: Graph | str | os.PathLike[str]) -> list[Graph]:
+        """Register a graph, a graph file, or every ``.yml``/``.yaml``/``.json`` file matching a
+        glob pattern (``**`` recurses); returns the graphs loaded (a glob may match none).
+
+        Raises :class:`GraphDefinitionError` for an unreadable or invalid file.
+        """
+        if isinstance(source, Graph):
+            self._graphs = {**self._graphs, source.id: source}
+            return [source]
+        text = os.fspath(source)
+        if _GLOB_CHARS.isdisjoint(text):
+            paths = [Path(text)]
+        else:
+            paths = [
+                Path(p)
+                for p in sorted(glob.glob(text, recursive=True))
+                if Path(p).suffix.lower() in GRAPH_FILE_SUFFIXES and Path(p).is_file()
+            ]
+        loaded = [Graph.from_file(path) for path in paths]
+        self._graphs = {**self._graphs, **{graph.id: graph for graph in loaded}}
+        return loaded
+
+    def unload(self, graph_id: str) -> None:
+        self._graphs = {k: v for k, v in self._graphs.items() if k != graph_id}
+
+    @property
+    def graphs(self) -> Mapping[str, Graph]:
+        """A read-only snapshot of the loaded graphs by id."""
+        return MappingProxyType(self._graphs)
+
+    def get_graph(self, graph_id: str) -> Graph | None:
+        return self._graphs.get(graph_id)
+
+    def get_graph_or_throw(self, graph_id: str) -> Graph:
+        graph = self._graphs.get(graph_id)
+        if graph is None:
+            raise GraphNotFoundError(graph_id)
+        return graph
+
+    # -- drivers -----------------------------------------------------------------------
+    def register_driver(self, name: str | None, driver: FlowDriver) -> None:
+        """Register ``driver`` under ``name`` (graphs pick it with ``driver: name``);
+        ``None`` or ``""`` replaces the default driver."""
+        if name:
+            self._drivers = {**self._drivers, name: driver}
+        else:
+            self._default_driver = driver
+
+    def unregister_driver(self, name: str) -> None:
+        self._drivers = {k: v for k, v in self._drivers.items() if k != name}
+
+    def get_driver(self, graph: Graph) -> FlowDriver:
+        """The driver named by ``graph.driver`` (the default when empty).
+
+        Raises :class:`GraphDefinitionError` when the graph names a driver nobody registered.
+        """
+        if not graph.driver:
+            return self._default_driver
+        driver = self._drivers.get(graph.driver)
+        if driver is None:
+            raise GraphDefinitionError(
+                f"No driver found for: {graph.driver!r} (graph {graph.id!r})", graph_id=graph.id
+            )
+        return driver
+
+    # -- interceptors ------------------------------------------------------------------
+    def add_interceptor(self, interceptor: FlowInterceptor, index: int = 0) -> None:
+        """Add an interceptor; smaller ``index`` runs first, equal indexes keep insertion order."""
+        self._seq += 1
+        entries = [*self._interceptor_entries, (index, self._seq, interceptor)]
+        entries.sort(key=lambda entry: (entry[0], entry[1]))
+        self._interceptor_entries = entries
+        self._interceptors = tuple(entry[2] for entry in entries)
+
+    def remove_interceptor(self, interceptor: FlowInterceptor) -> None:
+        entries = [e for e in self._interceptor_entries if e[2] is not interceptor]
+        self._interceptor_entries = entries
+        self._interceptors = tuple(entry[2] for entry in entries)
+
+    @property
+    def interceptors(self) -> tuple[FlowInterceptor, ...]:
+        return self._interceptors
+
+    # -- evaluation --------------------------------------------------------------------
+    def eval(
+        self, graph: Graph | str, ctx: FlowContext | None = None, *, steps: int = -1
+    ) -> FlowContext:
+        """Evaluate ``graph`` (resuming where ``ctx``'s trace stopped) and return the context.
+
+        ``steps >= 0`` limits the number of nodes run; the node over budget is recorded, not run,
+        and the context ends stopped. Raises :class:`GraphNotFoundError` for an unknown id,
+        ``TaskError``/``ConditionError`` wrapping failures, other ``FlowError``s unchanged.
+        """
+        target = self.get_graph_or_throw(graph) if isinstance(graph, str) else graph
+        context = ctx if ctx is not None else FlowContext.of()
+        exchanger = FlowExchanger(target, self, self.get_driver(target), context, steps=steps)
+        self.eval_exchanger(target, exchanger)
+        return context
+
+    def eval_exchanger(self, graph: Graph, exchanger: FlowExchanger) -> None:
+        """Evaluate ``graph`` with a prepared exchanger (custom driver, ``reverting=False`` to
+        walk from the start node without resuming). Used for sub-graphs and by the workflow
+        layer."""
+        context = exchanger.context
+        start_node = context.trace.last_node(graph)
+        interceptors = self._interceptors
+        saved = context.exchanger
+        context.exchanger = exchanger
+        context._set_stopped(False)
+        try:
+            FlowInvocation(
+                exchanger,
+                start_node,
+                interceptors,
+                lambda inv: Walk(inv.exchanger, interceptors, inv.start_node).run(
+                    inv.start_node.graph.start
+                ),
+            ).invoke()
+        finally:
+            context.exchanger = saved
+
+
+__all__ = ["FlowEngine"]

@@ -1,0 +1,149 @@
+"""Per-evaluation state shared by the engine and the driver (the reference's ``FlowExchanger``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flow.context import FlowContext
+    from flow.driver import FlowDriver
+    from flow.engine import FlowEngine
+    from flow.graph import Graph
+
+
+class _StepCounter:
+    """Steps spent so far; one instance is shared by an evaluation and its sub-graph copies."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class FlowExchanger:
+    """State of one evaluation: flags, step budget, join counters and loop stacks.
+
+    Join counters and loop stacks (``counter_*``/``stack``) live as long as the exchanger, one
+    evaluation; they are never persisted. ``reverting`` starts true: the engine walks from the
+    start node without running anything until it reaches the graph's last recorded node. Set it
+    to false before :meth:`FlowEngine.eval_exchanger` to walk the graph from its start instead.
+    """
+
+    __slots__ = (
+        "_counters",
+        "_stacks",
+        "_step_counter",
+        "_stopped",
+        "context",
+        "driver",
+        "engine",
+        "graph",
+        "interrupted",
+        "reverting",
+        "steps",
+    )
+
+    def __init__(
+        self,
+        graph: Graph,
+        engine: FlowEngine,
+        driver: FlowDriver,
+        context: FlowContext,
+        *,
+        steps: int = -1,
+        step_counter: _StepCounter | None = None,
+    ) -> None:
+        self.graph = graph
+        self.engine = engine
+        self.driver = driver
+        self.context = context
+        self.steps = steps
+        self._step_counter = step_counter or _StepCounter()
+        self._counters: dict[tuple[str, str], int] = {}
+        self._stacks: dict[tuple[str, str], list[Any]] = {}
+        self.interrupted = False
+        self._stopped = False
+        self.reverting = True
+
+    def copy(self, graph: Graph) -> FlowExchanger:
+        """An exchanger for ``graph`` sharing context, driver and step counter, with fresh
+        flags, counters and stacks (how sub-graphs are evaluated)."""
+        return FlowExchanger(
+            graph,
+            self.engine,
+            self.driver,
+            self.context,
+            steps=self.steps,
+            step_counter=self._step_counter,
+        )
+
+    # -- control -----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop the whole evaluation; ``context.is_stopped`` reports it after the eval."""
+        self._stopped = True
+        self.context._set_stopped(True)
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped or self.context._stopped
+
+    def interrupt(self) -> None:
+        """End the current branch; the flag is consumed by the engine's next check."""
+        self.interrupted = True
+
+    @property
+    def is_interrupted(self) -> bool:
+        return self.interrupted
+
+    # -- trace -------------------------------------------------------------------------
+    def record_clear(self) -> None:
+        """Forget every recorded node so the next evaluation walks from the start."""
+        self.context.trace.clear()
+
+    # -- steps -------------------------------------------------------------------------
+    @property
+    def step_count(self) -> int:
+        return self._step_counter.count
+
+    def next_step(self) -> bool:
+        """Spend one step; false when the budget (``steps >= 0``) is exceeded."""
+        if self.steps < 0:
+            return True
+        self._step_counter.count += 1
+        return self._step_counter.count <= self.steps
+
+    def prev_step(self) -> None:
+        """Give one step back (a sub-graph's start node re-spends its caller's step)."""
+        if self.steps >= 0:
+            self._step_counter.count -= 1
+
+    # -- per-eval join state -----------------------------------------------------------
+    def counter_incr(self, graph: Graph, key: str) -> int:
+        slot = (graph.id, key)
+        value = self._counters.get(slot, 0) + 1
+        self._counters[slot] = value
+        return value
+
+    def counter_set(self, graph: Graph, key: str, value: int) -> None:
+        self._counters[(graph.id, key)] = value
+
+    def stack(self, graph: Graph, key: str) -> list[Any]:
+        """The per-graph stack ``key`` (created empty on first use)."""
+        return self._stacks.setdefault((graph.id, key), [])
+
+    # -- sub-graphs --------------------------------------------------------------------
+    def run_graph(self, graph: Graph) -> None:
+        """Evaluate ``graph`` as a sub-graph of this evaluation (same context, shared steps).
+
+        If the sub-graph neither reached its END nor stopped, the calling branch is interrupted.
+        """
+        self.prev_step()
+        self.engine.eval_exchanger(graph, self.copy(graph))
+        if not self.is_stopped and not self.context.trace.is_end(graph.id):
+            self.interrupt()
+
+    def __repr__(self) -> str:
+        return f"FlowExchanger(graph={self.graph.id!r}, reverting={self.reverting})"
+
+
+__all__ = ["FlowExchanger"]

@@ -1,0 +1,126 @@
+"""Failures: TaskError / ConditionError wrap with the cause chained; FlowErrors pass through."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flow import (
+    ComponentNotFoundError,
+    ConditionError,
+    ExpressionError,
+    FlowContext,
+    FlowEngine,
+    FlowError,
+    GraphDefinitionError,
+    GraphSpec,
+    MapContainer,
+    Node,
+    NodeNotFoundError,
+    SimpleFlowDriver,
+    TaskError,
+)
+
+
+def _one_task(task: object, *, when: object = None) -> GraphSpec:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("n1")
+    spec.add_activity("n1", task=task, when=when).link_add("e")
+    spec.add_end("e")
+    return spec
+
+
+def _boom(ctx: FlowContext, node: Node) -> None:
+    raise ValueError("boom")
+
+
+def test_exception_in_a_task_becomes_task_error_with_the_cause_chained() -> None:
+    with pytest.raises(TaskError) as info:
+        FlowEngine().eval(_one_task(_boom).create())
+    assert (info.value.graph_id, info.value.node_id) == ("g", "n1")
+    assert str(info.value) == "The task handle failed: g / n1"
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_exception_in_a_link_condition_becomes_condition_error() -> None:
+    def bad(ctx: FlowContext) -> bool:
+        raise KeyError("missing")
+
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a", when=bad)
+    spec.add_activity("a")
+    with pytest.raises(ConditionError) as info:
+        FlowEngine().eval(spec.create())
+    assert info.value.graph_id == "g"
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_exception_in_a_node_when_becomes_condition_error() -> None:
+    def bad(ctx: FlowContext) -> bool:
+        raise RuntimeError("x")
+
+    with pytest.raises(ConditionError):
+        FlowEngine().eval(_one_task(None, when=bad).create())
+
+
+def test_expression_condition_failure_names_the_expression() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a", when="1 / zero > 0")
+    spec.add_activity("a")
+    with pytest.raises(ConditionError, match="g / 1 / zero > 0"):
+        FlowEngine().eval(spec.create(), FlowContext.of().put("zero", 0))
+
+
+def test_flow_errors_raised_by_a_task_pass_through_unchanged() -> None:
+    error = FlowError("business rule")
+
+    def raise_flow_error(ctx: FlowContext, node: Node) -> None:
+        raise error
+
+    with pytest.raises(FlowError) as info:
+        FlowEngine().eval(_one_task(raise_flow_error).create())
+    assert info.value is error
+
+
+def test_unparsable_expression_raises_expression_error_not_condition_error() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a", when="a >")
+    spec.add_activity("a")
+    with pytest.raises(ExpressionError):
+        FlowEngine().eval(spec.create())
+
+
+def test_missing_task_component_raises_component_not_found() -> None:
+    with pytest.raises(ComponentNotFoundError, match="'nope'"):
+        FlowEngine().eval(_one_task("@nope").create())
+
+
+def test_component_of_the_wrong_kind_raises_component_not_found() -> None:
+    container = MapContainer({"thing": object()})
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    with pytest.raises(ComponentNotFoundError, match="not a task component"):
+        engine.eval(_one_task("@thing").create())
+
+
+def test_missing_condition_component_raises_component_not_found() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("a", when="@nope")
+    spec.add_activity("a")
+    with pytest.raises(ComponentNotFoundError, match="condition component 'nope'"):
+        FlowEngine().eval(spec.create())
+
+
+def test_missing_meta_script_path_raises_graph_definition_error_naming_it() -> None:
+    with pytest.raises(GraphDefinitionError, match=r"'scripts\.approve'"):
+        FlowEngine().eval(_one_task("$scripts.approve").create())
+
+
+def test_snapshot_pointing_at_an_unknown_node_raises_node_not_found() -> None:
+    graph = _one_task(None).create()
+    doc = {
+        "data": {},
+        "trace": {"rootGraphId": "g", "lastRecords": {"g": {"graphId": "g", "id": "gone"}}},
+    }
+    with pytest.raises(NodeNotFoundError, match="gone"):
+        FlowEngine().eval(graph, FlowContext.from_json(json.dumps(doc)))
