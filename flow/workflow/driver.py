@@ -1,0 +1,151 @@
+"""The workflow state machine, as a driver wrapping the graph's own driver.
+
+Every executor call evaluates the graph through a :class:`WorkflowDriver`. The engine still
+decides which nodes are reached; this driver decides, for each activity or gateway reached,
+whether it runs (automatic nodes), becomes *the* task (human nodes) or is passed or stops the
+walk, reading and writing node states in the repository (reference ``WorkflowDriver``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flow.driver import FlowDriver
+from flow.node_type import NodeType
+from flow.workflow._intent import IntentType, WorkflowIntent, current_intent
+from flow.workflow.states import TaskState
+from flow.workflow.task import Task
+
+if TYPE_CHECKING:
+    from flow.exchanger import FlowExchanger
+    from flow.graph import Node
+    from flow.workflow.controllers import StateController
+    from flow.workflow.repository import StateRepository
+
+
+class WorkflowDriver(FlowDriver):
+    """Wraps ``driver``; conditions and task code are delegated to it.
+
+    With ``dry_run`` the driver never runs task code: an automatic node that has not run yet is
+    passed as if it completed, one left WAITING (its task stopped the flow) is where the walk
+    ends. The executor uses it, over a throwaway overlay repository, to find the target of a
+    task record without side effects.
+    """
+
+    def __init__(
+        self,
+        driver: FlowDriver,
+        controller: StateController,
+        repository: StateRepository,
+        *,
+        dry_run: bool = False,
+    ) -> None:
+        self.driver = driver
+        self.controller = controller
+        self.repository = repository
+        self.dry_run = dry_run
+
+    # -- callbacks ---------------------------------------------------------------------
+    def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
+        """Merge the repository's variables for this node into the context, then delegate."""
+        variables = self.repository.vars_get(exchanger.context, node)
+        if variables:
+            exchanger.context.put_all(variables)
+        self.driver.on_node_start(exchanger, node)
+
+    def on_node_end(self, exchanger: FlowExchanger, node: Node) -> None:
+        """Delegate; reaching END means a claim found nothing to do."""
+        self.driver.on_node_end(exchanger, node)
+        if node.type == NodeType.END:
+            intent = current_intent(exchanger.context)
+            if intent is not None and intent.type == IntentType.CLAIM_TASK:
+                intent.task = None
+
+    def handle_condition(self, exchanger: FlowExchanger, condition: Any) -> bool:
+        return self.driver.handle_condition(exchanger, condition)
+
+    def post_handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
+        self.driver.post_handle_task(exchanger, node)
+
+    # -- the state machine -------------------------------------------------------------
+    def handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
+        """Apply the state table to an activity or gateway whose ``when`` holds."""
+        ctx = exchanger.context
+        intent = current_intent(ctx) or WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
+        state = self.repository.state_get(ctx, node)
+        if self.controller.is_auto_forward(ctx, node):
+            self._auto(exchanger, intent, node, state)
+        else:
+            self._human(exchanger, intent, node, state)
+
+    @staticmethod
+    def _task(
+        exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> Task:
+        return Task(root_graph=intent.root_graph, node=node, state=state, context=exchanger.context)
+
+    def _auto(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        ctx = exchanger.context
+        if state in (TaskState.UNKNOWN, TaskState.WAITING):
+            if self.dry_run:
+                self._dry_auto(exchanger, intent, node, state)
+                return
+            self.post_handle_task(exchanger, node)
+            if exchanger.is_stopped or exchanger.is_interrupted:
+                intent.task = self._task(exchanger, intent, node, TaskState.WAITING)
+                if state == TaskState.UNKNOWN:
+                    self.repository.state_put(ctx, node, TaskState.WAITING)
+            else:
+                intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+                self.repository.state_put(ctx, node, TaskState.COMPLETED)
+        elif state == TaskState.TERMINATED:
+            if intent.type == IntentType.FIND_TASK:
+                intent.task = self._task(exchanger, intent, node, TaskState.TERMINATED)
+            exchanger.stop()
+        elif state == TaskState.COMPLETED and intent.type == IntentType.FIND_TASK:
+            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+
+    def _dry_auto(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        if state == TaskState.WAITING:
+            intent.task = self._task(exchanger, intent, node, TaskState.WAITING)
+            exchanger.stop()
+        else:
+            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+            self.repository.state_put(exchanger.context, node, TaskState.COMPLETED)
+
+    def _human(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        ctx = exchanger.context
+        if state in (TaskState.UNKNOWN, TaskState.WAITING):
+            if self.controller.is_operatable(ctx, node):
+                task = self._task(exchanger, intent, node, TaskState.WAITING)
+                intent.task = task
+                intent.next_tasks.append(task)
+                if state == TaskState.UNKNOWN:
+                    self.repository.state_put(ctx, node, TaskState.WAITING)
+                if intent.type == IntentType.FIND_NEXT_TASKS:
+                    exchanger.interrupt()
+                else:
+                    exchanger.stop()
+            else:
+                task = self._task(exchanger, intent, node, TaskState.UNKNOWN)
+                intent.next_tasks.append(task)
+                if intent.type == IntentType.FIND_TASK:
+                    intent.task = task
+                    exchanger.stop()
+                else:
+                    exchanger.interrupt()
+        elif state == TaskState.TERMINATED:
+            if intent.type == IntentType.FIND_TASK:
+                intent.task = self._task(exchanger, intent, node, TaskState.TERMINATED)
+            exchanger.stop()
+        elif state == TaskState.COMPLETED and intent.type == IntentType.FIND_TASK:
+            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+
+
+__all__ = ["WorkflowDriver"]

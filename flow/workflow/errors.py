@@ -1,0 +1,51 @@
+"""Errors of the human-task layer (all :class:`~flow.errors.FlowError` subclasses)."""
+
+from __future__ import annotations
+
+from flow.errors import FlowError
+
+
+class InvalidActionError(FlowError, ValueError):
+    """A submit was asked to perform ``TaskAction.UNKNOWN`` (or a code that is no action).
+
+    Also a ``ValueError`` because the caller passed a bad argument; the reference raises
+    ``IllegalArgumentException`` here.
+    """
+
+    def __init__(self, action: object, *, graph_id: str | None = None, node_id: str | None = None):
+        self.action = action
+        self.graph_id = graph_id
+        self.node_id = node_id
+        where = f" (graph {graph_id!r}, node {node_id!r})" if graph_id is not None else ""
+        super().__init__(f"Task action is UNKNOWN: {action!r}{where}")
+
+
+class TaskNotWaitingError(FlowError):
+    """A task was expected to be WAITING for this context but is not (for callers that prefer
+    an exception to the ``False`` of :meth:`WorkflowExecutor.submit_task_if_waiting`)."""
+
+    def __init__(self, instance_id: str, graph_id: str, node_id: str, state: object) -> None:
+        self.instance_id = instance_id
+        self.graph_id = graph_id
+        self.node_id = node_id
+        self.state = state
+        super().__init__(
+            f"Task {graph_id}:{node_id} of instance {instance_id!r} is not waiting "
+            f"(state {state!r})"
+        )
+
+
+class ConcurrentSubmitError(FlowError):
+    """The instance lock could not be taken (lock timeout or deadlock). Retryable: nothing of
+    the failed operation was kept, so the caller may simply try again."""
+
+    def __init__(self, instance_id: str, message: str | None = None) -> None:
+        self.instance_id = instance_id
+        self.retryable = True
+        super().__init__(
+            message
+            or f"Instance {instance_id!r} is locked by a concurrent operation; retry the submit"
+        )
+
+
+__all__ = ["ConcurrentSubmitError", "InvalidActionError", "TaskNotWaitingError"]

@@ -1,0 +1,376 @@
+"""The workflow executor: claim, find and submit human tasks of flow instances.
+
+Every operation walks the graph from its start through a :class:`WorkflowDriver`, reading and
+writing node states in the state repository (reference ``WorkflowExecutorDefault``). Operations
+on one instance are serialized in this process; a repository with ``unit_of_work`` wraps each
+operation in one unit of work (a transaction for ``flow_sqla``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from flow.context import FlowContext
+from flow.errors import FlowError, TaskError
+from flow.exchanger import FlowExchanger
+from flow.graph import Graph, Node
+from flow.node_type import NodeType
+from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
+from flow.workflow._locks import INSTANCE_LOCKS
+from flow.workflow.controllers import ActorStateController, BlockStateController
+from flow.workflow.driver import WorkflowDriver
+from flow.workflow.errors import InvalidActionError
+from flow.workflow.records import TaskRecord
+from flow.workflow.repository import InMemoryStateRepository, state_key
+from flow.workflow.states import TaskAction, TaskState
+
+if TYPE_CHECKING:
+    from flow.engine import FlowEngine
+    from flow.workflow.controllers import StateController
+    from flow.workflow.records import TaskRecorder
+    from flow.workflow.repository import StateRepository
+    from flow.workflow.task import Task
+
+_ASSIGNEE_KEYS = ("actor",)
+
+
+class WorkflowExecutor:
+    """Claims, finds and submits tasks. Defaults: :class:`BlockStateController` and a fresh
+    :class:`InMemoryStateRepository`; ``recorder`` (optional) receives one
+    :class:`TaskRecord` per successful submit, inside the submit's unit of work."""
+
+    def __init__(
+        self,
+        engine: FlowEngine,
+        state_controller: StateController | None = None,
+        state_repository: StateRepository | None = None,
+        *,
+        recorder: TaskRecorder | None = None,
+    ) -> None:
+        self.engine = engine
+        self.state_controller: StateController = (
+            state_controller if state_controller is not None else BlockStateController()
+        )
+        self.state_repository: StateRepository = (
+            state_repository if state_repository is not None else InMemoryStateRepository()
+        )
+        self.recorder = recorder
+
+    # -- queries -----------------------------------------------------------------------
+    def claim_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
+        """The task this context may operate now (WAITING), or ``None`` when the flow reached
+        END or nothing is operatable. Writes states as a side effect: automatic nodes reached
+        run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``."""
+        root = self._graph(graph)
+        with self._operation(ctx, lock=False):
+            return self._walk(root, ctx, IntentType.CLAIM_TASK).task
+
+    def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
+        """The current task whoever may operate it (UNKNOWN when this context may not), or the
+        TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
+        root = self._graph(graph)
+        with self._operation(ctx, lock=False):
+            return self._walk(root, ctx, IntentType.FIND_TASK).task
+
+    def find_next_tasks(self, graph: Graph | str, ctx: FlowContext) -> list[Task]:
+        """Every frontier task in discovery order: WAITING when this context may operate it,
+        else UNKNOWN (parallel branches each contribute theirs)."""
+        root = self._graph(graph)
+        with self._operation(ctx, lock=False):
+            return list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
+
+    def get_state(self, node: Node, ctx: FlowContext) -> TaskState:
+        """The stored state of ``node`` for ``ctx.instance_id`` (UNKNOWN when none)."""
+        return self.state_repository.state_get(ctx, node)
+
+    # -- submits -----------------------------------------------------------------------
+    def submit_task(
+        self, task: Task, action: TaskAction, ctx: FlowContext, *, message: str | None = None
+    ) -> None:
+        """Apply ``action`` to ``task``'s node (no check that it is WAITING: see
+        :meth:`submit_task_if_waiting`). Raises :class:`InvalidActionError` for UNKNOWN."""
+        self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=False)
+
+    def submit_task_at(
+        self,
+        graph: Graph | str,
+        node: Node | str,
+        action: TaskAction,
+        ctx: FlowContext,
+        *,
+        message: str | None = None,
+    ) -> None:
+        """Apply ``action`` to a node given by object or id. Raises ``GraphNotFoundError``,
+        ``NodeNotFoundError`` and :class:`InvalidActionError`."""
+        root = self._graph(graph)
+        target = node if isinstance(node, Node) else root.get_node_or_throw(node)
+        self._submit(root, target, action, ctx, message, check_waiting=False)
+
+    def submit_task_if_waiting(
+        self, task: Task | None, action: TaskAction, ctx: FlowContext, *, message: str | None = None
+    ) -> bool:
+        """Submit only if ``task`` is WAITING — checked on the task, then again under the
+        instance lock against the repository together with ``is_operatable``. True if done."""
+        if task is None or task.state != TaskState.WAITING:
+            return False
+        return self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=True)
+
+    # -- operation frame ---------------------------------------------------------------
+    def _graph(self, graph: Graph | str) -> Graph:
+        return graph if isinstance(graph, Graph) else self.engine.get_graph_or_throw(graph)
+
+    @contextmanager
+    def _operation(self, ctx: FlowContext, *, lock: bool) -> Iterator[None]:
+        """Instance lock first, then the repository's unit of work (when it has one)."""
+        with INSTANCE_LOCKS.hold((id(self.state_repository), ctx.instance_id)):
+            unit_of_work = getattr(self.state_repository, "unit_of_work", None)
+            if unit_of_work is None:
+                yield
+            else:
+                with unit_of_work(ctx, lock=lock):
+                    yield
+
+    def _driver(self, graph: Graph) -> WorkflowDriver:
+        return WorkflowDriver(
+            self.engine.get_driver(graph), self.state_controller, self.state_repository
+        )
+
+    def _walk(
+        self,
+        graph: Graph,
+        ctx: FlowContext,
+        kind: IntentType,
+        driver: WorkflowDriver | None = None,
+    ) -> WorkflowIntent:
+        """Evaluate ``graph`` from its start (trace cleared) with ``kind`` as the intent."""
+        intent = WorkflowIntent(graph, kind)
+        with ctx.scoped(INTENT_KEY, intent):
+            exchanger = FlowExchanger(graph, self.engine, driver or self._driver(graph), ctx)
+            exchanger.record_clear()
+            self.engine.eval_exchanger(graph, exchanger)
+        return intent
+
+    def _submit(
+        self,
+        graph: Graph,
+        node: Node,
+        action: TaskAction,
+        ctx: FlowContext,
+        message: str | None,
+        *,
+        check_waiting: bool,
+    ) -> bool:
+        action = _checked_action(action, graph, node)
+        with self._operation(ctx, lock=True):
+            if check_waiting and not self._still_waiting(node, ctx):
+                return False
+            saved_exchanger = ctx.exchanger
+            try:
+                with ctx.scoped(INTENT_KEY, WorkflowIntent(graph, IntentType.SUBMIT_TASK)):
+                    self._submit_do(graph, node, action, ctx)
+            finally:
+                ctx.exchanger = saved_exchanger
+            if self.recorder is not None:
+                self.recorder.record(ctx, self._record(graph, node, action, ctx, message))
+        return True
+
+    def _still_waiting(self, node: Node, ctx: FlowContext) -> bool:
+        return self.state_repository.state_get(
+            ctx, node
+        ) == TaskState.WAITING and self.state_controller.is_operatable(ctx, node)
+
+    # -- actions -----------------------------------------------------------------------
+    def _submit_do(self, graph: Graph, node: Node, action: TaskAction, ctx: FlowContext) -> None:
+        exchanger = FlowExchanger(graph, self.engine, self._driver(graph), ctx)
+        if action == TaskAction.FORWARD:
+            self._forward(graph, node, exchanger)
+        elif action == TaskAction.BACK:
+            self._back(node, ctx, set())
+        elif action in (TaskAction.FORWARD_JUMP, TaskAction.BACK_JUMP):
+            self._jump(graph, node, exchanger, forward=action == TaskAction.FORWARD_JUMP)
+        elif action == TaskAction.RESTART:
+            self.state_repository.state_clear(ctx)
+        else:
+            self.state_repository.state_put(ctx, node, action.target_state)
+
+    def _forward(self, graph: Graph, node: Node, exchanger: FlowExchanger) -> None:
+        """Run the node's task code, complete it, then let automatic successors run: a
+        gateway successor is resolved to the task found beyond it (stop if TERMINATED); an
+        automatic one triggers a walk from the start with the resume walk switched off."""
+        ctx = exchanger.context
+        exchanger.reverting = False
+        try:
+            exchanger.driver.post_handle_task(exchanger, node)
+        except FlowError:
+            raise
+        except Exception as exc:
+            raise TaskError(node.graph.id, node.id) from exc
+        self.state_repository.state_put(ctx, node, TaskState.COMPLETED)
+        for next_node in node.next_nodes:
+            target: Node | None = next_node
+            if next_node.type.is_gateway:
+                found = self._walk(graph, ctx, IntentType.FIND_TASK).task
+                if found is not None and found.state == TaskState.TERMINATED:
+                    break
+                target = None if found is None else found.node
+            if target is not None and self.state_controller.is_auto_forward(ctx, target):
+                exchanger.record_clear()
+                walker = exchanger.copy(target.graph)
+                walker.reverting = False
+                self.engine.eval_exchanger(target.graph, walker)
+
+    def _back(self, node: Node, ctx: FlowContext, visited: set[Node]) -> None:
+        """Remove the node's state and its predecessors' (through gateways, recursively)."""
+        if node in visited:
+            return
+        visited.add(node)
+        repository = self.state_repository
+        repository.state_remove(ctx, node)
+        for prev in node.prev_nodes:
+            if prev.type == NodeType.ACTIVITY:
+                repository.state_remove(ctx, prev)
+            elif prev.type.is_gateway:
+                for child in prev.next_nodes:
+                    if child.type == NodeType.ACTIVITY:
+                        repository.state_remove(ctx, child)
+                self._back(prev, ctx, visited)
+
+    def _jump(self, graph: Graph, node: Node, exchanger: FlowExchanger, *, forward: bool) -> None:
+        """Forward (or back) the current task until ``node`` is current, then make it WAITING;
+        give up when there is no task or no progress (``node`` then keeps its state)."""
+        ctx = exchanger.context
+        last: Task | None = None
+        while True:
+            task = self._walk(graph, ctx, IntentType.FIND_TASK).task
+            if task is None or (last is not None and last.node == task.node):
+                return
+            last = task
+            if task.node == node:
+                self.state_repository.state_put(ctx, node, TaskState.WAITING)
+                return
+            if forward:
+                self._forward(graph, task.node, exchanger)
+            else:
+                self._back(task.node, ctx, set())
+
+    # -- history -----------------------------------------------------------------------
+    def _record(
+        self,
+        graph: Graph,
+        node: Node,
+        action: TaskAction,
+        ctx: FlowContext,
+        message: str | None,
+    ) -> TaskRecord:
+        return TaskRecord(
+            instance_id=ctx.instance_id,
+            graph_id=graph.id,
+            task_id=node.id,
+            source=node,
+            target=self._record_target(graph, node, ctx),
+            action=action,
+            state=action.target_state,
+            assignee=self._assignee(ctx, node),
+            message=message,
+            form_id=_form_id(node),
+            variables={k: v for k, v in ctx.ser_data().items() if k != INTENT_KEY},
+            created_at=datetime.now(UTC),
+        )
+
+    def _record_target(self, graph: Graph, source: Node, ctx: FlowContext) -> Node:
+        """The task current after the submit, found by a dry find walk on a probe context
+        whose state writes go to a throwaway overlay: nothing is written, no task code runs
+        and the caller's trace is untouched."""
+        overlay = _OverlayRepository(self.state_repository, ctx)
+        driver = WorkflowDriver(
+            self.engine.get_driver(graph), self.state_controller, overlay, dry_run=True
+        )
+        probe = FlowContext(
+            ctx.instance_id,
+            {k: v for k, v in ctx.data.items() if k not in ("context", "instanceId", INTENT_KEY)},
+            connection=ctx.connection,
+        )
+        task = self._walk(graph, probe, IntentType.FIND_TASK, driver).task
+        if task is not None and task.state in (TaskState.WAITING, TaskState.UNKNOWN):
+            return task.node
+        record = probe.last_record
+        if record is not None and record.graph_id == graph.id:
+            reached = graph.get_node(record.id)
+            if reached is not None:
+                return reached
+        return source
+
+    def _assignee(self, ctx: FlowContext, node: Node) -> str:
+        controller = self.state_controller
+        keys = controller.keys if isinstance(controller, ActorStateController) else _ASSIGNEE_KEYS
+        for key in keys:
+            value = ctx.get(key)
+            if value is not None:
+                return str(value)
+        return node.meta_as_str("actor") or ""
+
+    def __repr__(self) -> str:
+        return (
+            f"WorkflowExecutor({self.state_controller!r}, {self.state_repository!r}, "
+            f"recorder={self.recorder!r})"
+        )
+
+
+def _checked_action(action: TaskAction | int, graph: Graph, node: Node) -> TaskAction:
+    checked = TaskAction.of(int(action)) if isinstance(action, int) else TaskAction.UNKNOWN
+    if checked == TaskAction.UNKNOWN:
+        raise InvalidActionError(action, graph_id=graph.id, node_id=node.id)
+    return checked
+
+
+def _form_id(node: Node) -> int | None:
+    """Node meta ``formId`` as an int (ints, integral floats, digit strings), else ``None``."""
+    value = node.meta.get("formId")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+class _OverlayRepository:
+    """Reads through to ``base`` (with the caller's context, so a transactional repository
+    answers from the caller's unit of work); keeps every write to itself."""
+
+    def __init__(self, base: StateRepository, ctx: FlowContext) -> None:
+        self._base = base
+        self._ctx = ctx
+        self._states: dict[str, TaskState] = {}
+        self._cleared = False
+
+    def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
+        return self._base.vars_get(self._ctx, node)
+
+    def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
+        key = state_key(node)
+        if key in self._states:
+            return self._states[key]
+        if self._cleared:
+            return TaskState.UNKNOWN
+        return self._base.state_get(self._ctx, node)
+
+    def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
+        self._states[state_key(node)] = state
+
+    def state_remove(self, ctx: FlowContext, node: Node) -> None:
+        self._states[state_key(node)] = TaskState.UNKNOWN
+
+    def state_clear(self, ctx: FlowContext) -> None:
+        self._states.clear()
+        self._cleared = True
+
+
+__all__ = ["WorkflowExecutor"]
