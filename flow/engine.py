@@ -142,7 +142,7 @@ class FlowEngine:
         layer."""
         context = exchanger.context
         start_node = context.trace.last_node(graph)
-        interceptors = self._interceptors
+        interceptors = () if exchanger.silent else self._interceptors
         saved = context.exchanger
         context.exchanger = exchanger
         context._set_stopped(False)

@@ -40,6 +40,7 @@ class FlowExchanger:
         "graph",
         "interrupted",
         "reverting",
+        "silent",
         "steps",
     )
 
@@ -64,11 +65,14 @@ class FlowExchanger:
         self.interrupted = False
         self._stopped = False
         self.reverting = True
+        # A silent evaluation calls no interceptor: the workflow layer's dry walks (finding a
+        # task record's target) must not look like real evaluations to user interceptors.
+        self.silent = False
 
     def copy(self, graph: Graph) -> FlowExchanger:
         """An exchanger for ``graph`` sharing context, driver and step counter, with fresh
         flags, counters and stacks (how sub-graphs are evaluated)."""
-        return FlowExchanger(
+        copied = FlowExchanger(
             graph,
             self.engine,
             self.driver,
@@ -76,6 +80,8 @@ class FlowExchanger:
             steps=self.steps,
             step_counter=self._step_counter,
         )
+        copied.silent = self.silent
+        return copied
 
     # -- control -----------------------------------------------------------------------
     def stop(self) -> None:

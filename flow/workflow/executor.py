@@ -149,6 +149,7 @@ class WorkflowExecutor:
         intent = WorkflowIntent(graph, kind)
         with ctx.scoped(INTENT_KEY, intent):
             exchanger = FlowExchanger(graph, self.engine, driver or self._driver(graph), ctx)
+            exchanger.silent = driver is not None and driver.dry_run
             exchanger.record_clear()
             self.engine.eval_exchanger(graph, exchanger)
         return intent

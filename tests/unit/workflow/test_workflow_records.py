@@ -229,3 +229,28 @@ def test_the_recorder_runs_inside_the_submits_unit_of_work(engine: FlowEngine) -
 def test_record_nodes_are_graph_nodes(wf: WorkflowExecutor, recorder: ListRecorder) -> None:
     _submit(wf, "apply", TaskAction.FORWARD, "employee")
     assert isinstance(recorder.records[0].target, Node)
+
+
+def test_computing_the_record_target_calls_no_interceptor(
+    wf: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    """The dry walk that finds a record's target is invisible to user interceptors: the only
+    node callbacks seen during a submit are those of the submit's own walk."""
+    from flow import FlowInterceptor
+
+    seen: list[str] = []
+
+    class Spy(FlowInterceptor):
+        def on_node_start(self, ctx: FlowContext, node: Node) -> None:
+            seen.append(node.id)
+
+    wf.engine.add_interceptor(Spy())
+    claim_ctx = FlowContext.of("r9", {"actor": "employee", "amount": 10})
+    assert wf.claim_task("oa", claim_ctx) is not None
+    seen.clear()
+    _submit_on = FlowContext.of("r9", {"actor": "employee", "amount": 10})
+    wf.submit_task_at("oa", "apply", TaskAction.FORWARD, _submit_on)
+    assert len(recorder.records) == 1
+    # the submit's forward walk (reverting off from the start) ends at the next human task:
+    # one visit per node, never a second pass from a dry walk
+    assert seen == sorted(set(seen), key=seen.index)
