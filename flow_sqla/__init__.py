@@ -1,0 +1,29 @@
+"""``flow_sqla`` — persistence for ``flow`` on SQLAlchemy Core (MySQL/MariaDB, PostgreSQL, SQLite).
+
+The tables match the Go plugin's reference DDL; migrations ship in :mod:`flow_sqla.migrations`.
+"""
+
+from __future__ import annotations
+
+from flow.errors import SnapshotError
+from flow_sqla.errors import InvalidIdentifierError, RepositoryError
+
+# --- repository / history (added by the repository engineer) -------------------------------
+from flow_sqla.history import HistoryEntry, TaskHistoryRecorder
+from flow_sqla.repository import Snapshot, SqlStateRepository
+from flow_sqla.tables import FlowTables
+from flow_sqla.wiring import sql_workflow
+
+# ---------------------------------------------------------------------------------------------
+
+__all__ = [
+    "FlowTables",
+    "HistoryEntry",
+    "InvalidIdentifierError",
+    "RepositoryError",
+    "Snapshot",
+    "SnapshotError",
+    "SqlStateRepository",
+    "TaskHistoryRecorder",
+    "sql_workflow",
+]

@@ -1,0 +1,200 @@
+"""Every difference between MySQL/MariaDB, PostgreSQL and SQLite, in one place.
+
+:class:`DialectOps` builds the few statements the repository issues on the instance row
+(upsert, insert-if-absent, locking read, plain read) and recognizes lock conflicts. The
+capabilities are computed once from the engine's dialect, so callers never branch on a
+dialect name themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.base import Executable
+
+from flow_sqla.errors import RepositoryError
+from flow_sqla.tables import FlowTables
+
+#: Columns every read of the instance row returns, in this order.
+ROW_COLUMNS: tuple[str, ...] = (
+    "id",
+    "graph",
+    "states",
+    "vars",
+    "creator",
+    "create_time",
+    "updater",
+    "update_time",
+)
+
+# lock wait timeout, deadlock, NOWAIT (MySQL 8; MariaDB reports NOWAIT as 1205)
+_MYSQL_LOCK_ERRORS = frozenset({1205, 1213, 3572})
+# deadlock_detected, lock_not_available, serialization_failure
+_PG_LOCK_SQLSTATES = frozenset({"40P01", "55P03", "40001"})
+_SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
+
+#: Execution options for every write: PostgreSQL reports rowcount -1 for INSERT unless asked
+#: to keep it; harmless elsewhere. Rowcounts of an upsert still differ: MySQL/MariaDB (SQLAlchemy
+#: always sets CLIENT_FOUND_ROWS) give 1 insert / 2 changed update / 1 unchanged update,
+#: PostgreSQL and SQLite 1 in every case, so only "rowcount >= 1" is portable.
+WRITE_OPTIONS: Mapping[str, Any] = {"preserve_rowcount": True}
+
+
+def json_dumps(value: Any) -> str:
+    """Serialize a JSON column value compactly, keeping non-ASCII text readable.
+
+    ``allow_nan=False`` because MySQL and PostgreSQL reject ``NaN``/``Infinity`` tokens (SQLite
+    would store them and fail on the other dialects later); raises ``ValueError`` for them.
+    Pass it as ``create_engine(..., json_serializer=json_dumps)``.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class DialectOps:
+    """Statements on the instance row for one dialect, built against ``tables.repository``.
+
+    Supported dialect names: ``mysql``, ``mariadb``, ``postgresql``, ``sqlite``; any other
+    raises :class:`RepositoryError` at construction.
+    """
+
+    def __init__(self, dialect: Dialect, tables: FlowTables) -> None:
+        self.name: str = dialect.name
+        if self.name not in ("mysql", "mariadb", "postgresql", "sqlite"):
+            raise RepositoryError(f"Unsupported database dialect {self.name!r}")
+        self._table = tables.repository
+        self._mysql_family = self.name in ("mysql", "mariadb")
+        # SQLite has no row locks: the transaction's write lock is taken by a write, so the
+        # locking read must itself be a write (see locking_read).
+        self.row_locks: bool = self.name != "sqlite"
+        self._columns = [self._table.c[name] for name in ROW_COLUMNS]
+        self._is_lock_conflict: Callable[[BaseException], bool] = {
+            "mysql": _mysql_lock_conflict,
+            "mariadb": _mysql_lock_conflict,
+            "postgresql": _pg_lock_conflict,
+            "sqlite": _sqlite_lock_conflict,
+        }[self.name]
+
+    def upsert(self, row: Mapping[str, Any], update_columns: Sequence[str]) -> Executable:
+        """INSERT ``row``; on an ``instant_id`` conflict UPDATE ``update_columns`` from it.
+
+        MySQL/MariaDB use ``ON DUPLICATE KEY UPDATE col = VALUES(col)`` (or ``AS new ...
+        new.col`` when the connected server is MySQL >= 8.0.20; SQLAlchemy picks the form at
+        compile time, MariaDB rejects the alias form). That clause fires on *any* unique key,
+        so ``id`` must never be part of the row. PostgreSQL and SQLite use
+        ``ON CONFLICT (instant_id) DO UPDATE SET col = excluded.col``. Raises
+        :class:`RepositoryError` if ``id`` or an unknown column is given.
+        """
+        self._check_columns(row, update_columns)
+        if self._mysql_family:
+            my = mysql.insert(self._table).values(dict(row))
+            return my.on_duplicate_key_update({c: my.inserted[c] for c in update_columns})
+        ins = self._conflict_insert().values(dict(row))
+        return ins.on_conflict_do_update(
+            index_elements=["instant_id"], set_={c: ins.excluded[c] for c in update_columns}
+        )
+
+    def ensure_row(self, row: Mapping[str, Any]) -> Executable:
+        """INSERT ``row`` unless a row with its ``instant_id`` exists; never changes one.
+
+        Needed before the first locking read of an instance: at MySQL/MariaDB's default
+        REPEATABLE READ, ``SELECT ... FOR UPDATE`` of a missing row takes a gap lock, and two
+        workers starting different new instances then block each other's inserts (deadlock
+        1213). MySQL/MariaDB: ``ON DUPLICATE KEY UPDATE instant_id = instant_id`` (a no-op
+        update; ``INSERT IGNORE`` would also hide unrelated errors). PostgreSQL/SQLite:
+        ``ON CONFLICT (instant_id) DO NOTHING``.
+        """
+        self._check_columns(row, ())
+        if self._mysql_family:
+            my = mysql.insert(self._table).values(dict(row))
+            return my.on_duplicate_key_update({"instant_id": self._table.c.instant_id})
+        ins = self._conflict_insert().values(dict(row))
+        return ins.on_conflict_do_nothing(index_elements=["instant_id"])
+
+    def locking_read(
+        self, instance_id: str, row_if_absent: Mapping[str, Any], *, row_known: bool
+    ) -> list[Executable]:
+        """Statements that lock the instance row and read it; the last one returns the row.
+
+        The row has the columns :data:`ROW_COLUMNS`. MySQL/MariaDB/PostgreSQL:
+        ``[ensure_row(row_if_absent), SELECT ... FOR UPDATE]``, or only the SELECT when the
+        caller already saw the row exist in this process (``row_known``), saving a statement
+        and, on MySQL, an AUTO_INCREMENT value burnt by each duplicate insert. SQLite has no
+        row locks and upgrades a read transaction to a write lock only at the first write; two
+        processes that both read first then fail with SQLITE_BUSY at the upgrade. So SQLite
+        gets one ``INSERT ... ON CONFLICT (instant_id) DO UPDATE SET instant_id =
+        excluded.instant_id RETURNING ...`` that creates the row if needed and takes the write
+        lock at once, making the second process wait instead.
+        """
+        if not self.row_locks:
+            self._check_columns(row_if_absent, ())
+            ins = self._conflict_insert().values(dict(row_if_absent))
+            return [
+                ins.on_conflict_do_update(
+                    index_elements=["instant_id"],
+                    set_={"instant_id": ins.excluded.instant_id},
+                ).returning(*self._columns)
+            ]
+        select = self._select(instance_id).with_for_update()
+        if row_known:
+            return [select]
+        return [self.ensure_row(row_if_absent), select]
+
+    def plain_read(self, instance_id: str) -> Executable:
+        """``SELECT`` of the instance row without a lock (cold cache reads, snapshots)."""
+        return self._select(instance_id)
+
+    def is_lock_conflict(self, exc: BaseException) -> bool:
+        """True when ``exc`` (a SQLAlchemy ``DBAPIError`` or a raw driver error) is retryable.
+
+        Lock wait timeout, deadlock or NOWAIT failure: MySQL/MariaDB errors 1205, 1213, 3572
+        (MariaDB reports NOWAIT as 1205); PostgreSQL SQLSTATE 40P01, 55P03, 40001; SQLite
+        "database is locked" / "database table is locked" (busy timeout expired).
+        """
+        orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        return orig is not None and self._is_lock_conflict(orig)
+
+    def _select(self, instance_id: str) -> sa.Select[Any]:
+        return sa.select(*self._columns).where(self._table.c.instant_id == instance_id)
+
+    def _conflict_insert(self) -> postgresql.Insert | sqlite.Insert:
+        if self.name == "postgresql":
+            return postgresql.insert(self._table)
+        return sqlite.insert(self._table)
+
+    def _check_columns(self, row: Mapping[str, Any], update_columns: Sequence[str]) -> None:
+        names = set(row) | set(update_columns)
+        bad = sorted(n for n in names if n == "id" or n not in self._table.c)
+        if bad:
+            raise RepositoryError(
+                f"Columns {bad} cannot be written to {self._table.name!r} "
+                "(id is never written; only columns of the table are allowed)"
+            )
+        if "instant_id" not in row:
+            raise RepositoryError(f"A row for {self._table.name!r} needs an instant_id")
+
+
+def _mysql_lock_conflict(orig: BaseException) -> bool:
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    return bool(args) and args[0] in _MYSQL_LOCK_ERRORS
+
+
+def _pg_lock_conflict(orig: BaseException) -> bool:
+    # psycopg 3 exposes ``sqlstate``, psycopg2 ``pgcode``.
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return code in _PG_LOCK_SQLSTATES
+
+
+def _sqlite_lock_conflict(orig: BaseException) -> bool:
+    if not isinstance(orig, sqlite3.OperationalError):
+        return False
+    message = str(orig)
+    return any(text in message for text in _SQLITE_LOCK_MESSAGES)
+
+
+__all__ = ["ROW_COLUMNS", "WRITE_OPTIONS", "DialectOps", "json_dumps"]

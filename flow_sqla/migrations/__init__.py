@@ -1,0 +1,183 @@
+"""Alembic migrations for the two flow tables, usable from an installed wheel.
+
+``upgrade``/``downgrade``/``current`` run the revisions shipped in this package
+(``script_location = "flow_sqla:migrations"``) against an ``Engine``, a URL or the caller's
+``Connection``. Table names are read at run time, so one set of revisions serves any number of
+table sets, each recorded in its own version table (``flow_alembic_version`` for the default
+names, ``<repo_table>_alembic_version`` otherwise) and never in a host app's ``alembic_version``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TextIO
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+
+from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, TableNames
+
+SCRIPT_LOCATION = "flow_sqla:migrations"
+#: ``Config.attributes`` key under which env.py and the revisions find the :class:`TableNames`.
+NAMES_KEY = "flow_sqla.names"
+
+Bind = sa.Engine | sa.Connection | str
+
+
+def resolve_names(x_args: Mapping[str, str], environ: Mapping[str, str]) -> TableNames:
+    """Table names from ``-x`` arguments, else ``FLOW_REPO_TABLE``/``FLOW_TASK_TABLE``/
+    ``FLOW_SCHEMA``/``FLOW_VERSION_TABLE``, else the defaults.
+
+    Raises :class:`~flow_sqla.errors.InvalidIdentifierError` for a bad name.
+    """
+
+    def pick(arg: str, env: str) -> str | None:
+        return x_args.get(arg) or environ.get(env) or None
+
+    return TableNames.create(
+        repo_table=pick("repo_table", "FLOW_REPO_TABLE") or DEFAULT_REPO_TABLE,
+        task_table=pick("task_table", "FLOW_TASK_TABLE") or DEFAULT_TASK_TABLE,
+        schema=pick("schema", "FLOW_SCHEMA"),
+        version_table=pick("version_table", "FLOW_VERSION_TABLE"),
+    )
+
+
+def revision_names() -> TableNames:
+    """The names a revision script works on, read when it runs (never hard-coded).
+
+    Under our env.py they come from ``Config.attributes``; under a host app's own env.py
+    (revisions merged through ``version_locations``) from ``-x`` arguments or the environment.
+    """
+    from alembic import context
+
+    names = context.config.attributes.get(NAMES_KEY)
+    if isinstance(names, TableNames):
+        return names
+    return resolve_names(context.get_x_argument(as_dictionary=True), os.environ)
+
+
+def make_config(
+    *,
+    url: str | None = None,
+    connection: sa.Connection | None = None,
+    repo_table: str = DEFAULT_REPO_TABLE,
+    task_table: str = DEFAULT_TASK_TABLE,
+    schema: str | None = None,
+    version_table: str | None = None,
+    output_buffer: TextIO | None = None,
+) -> Config:
+    """An Alembic ``Config`` for our revisions, without an ini file.
+
+    Give ``connection`` to run on it, or ``url`` (a bare ``"postgresql+psycopg://"`` is enough
+    for offline ``sql=True`` output into ``output_buffer``). Raises
+    :class:`~flow_sqla.errors.InvalidIdentifierError` for a bad name.
+    """
+    names = TableNames.create(
+        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+    )
+    return _config(names, url=url, connection=connection, output_buffer=output_buffer)
+
+
+def upgrade(
+    bind: Bind,
+    revision: str = "head",
+    *,
+    repo_table: str = DEFAULT_REPO_TABLE,
+    task_table: str = DEFAULT_TASK_TABLE,
+    schema: str | None = None,
+    version_table: str | None = None,
+) -> None:
+    """Upgrade the table set to ``revision``.
+
+    On the caller's ``Connection`` inside a transaction nothing is committed (MySQL/MariaDB
+    commit DDL implicitly anyway); otherwise Alembic commits.
+    """
+    names = TableNames.create(
+        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+    )
+    with _connected(bind) as conn:
+        command.upgrade(_config(names, connection=conn), revision)
+
+
+def downgrade(
+    bind: Bind,
+    revision: str = "base",
+    *,
+    repo_table: str = DEFAULT_REPO_TABLE,
+    task_table: str = DEFAULT_TASK_TABLE,
+    schema: str | None = None,
+    version_table: str | None = None,
+) -> None:
+    """Downgrade the table set to ``revision`` (``"base"`` drops both tables)."""
+    names = TableNames.create(
+        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+    )
+    with _connected(bind) as conn:
+        command.downgrade(_config(names, connection=conn), revision)
+
+
+def current(
+    bind: Bind,
+    *,
+    repo_table: str = DEFAULT_REPO_TABLE,
+    task_table: str = DEFAULT_TASK_TABLE,
+    schema: str | None = None,
+    version_table: str | None = None,
+) -> str | None:
+    """The revision applied to the table set, or ``None`` when none is."""
+    names = TableNames.create(
+        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+    )
+    with _connected(bind) as conn:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={"version_table": names.version_table, "version_table_schema": names.schema},
+        )
+        return ctx.get_current_revision()
+
+
+def _config(
+    names: TableNames,
+    *,
+    url: str | None = None,
+    connection: sa.Connection | None = None,
+    output_buffer: TextIO | None = None,
+) -> Config:
+    cfg = Config(output_buffer=output_buffer)
+    cfg.set_main_option("script_location", SCRIPT_LOCATION)
+    if url is not None:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    cfg.attributes[NAMES_KEY] = names
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+@contextmanager
+def _connected(bind: Bind) -> Iterator[sa.Connection]:
+    if isinstance(bind, sa.Connection):
+        yield bind
+        return
+    engine = sa.create_engine(bind) if isinstance(bind, str) else bind
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        if isinstance(bind, str):
+            engine.dispose()
+
+
+__all__ = [
+    "NAMES_KEY",
+    "SCRIPT_LOCATION",
+    "current",
+    "downgrade",
+    "make_config",
+    "resolve_names",
+    "revision_names",
+    "upgrade",
+]

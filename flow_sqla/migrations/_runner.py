@@ -1,0 +1,101 @@
+"""The body of env.py, shared by the packaged migrations and the repository's ``alembic/``.
+
+Resolves the table names and the database URL, then runs the revisions online (on the
+caller's connection when ``Config.attributes["connection"]`` holds one) or offline (``--sql``).
+"""
+
+from __future__ import annotations
+
+import os
+from logging.config import fileConfig
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import context
+from alembic.config import Config
+
+from flow_sqla.errors import RepositoryError
+from flow_sqla.migrations import NAMES_KEY, resolve_names
+from flow_sqla.tables import FlowTables, TableNames
+
+
+def run_migrations() -> None:
+    """Run the migration Alembic asked for; called from env.py."""
+    config = context.config
+    if config.config_file_name is not None and config.file_config.has_section("loggers"):
+        fileConfig(config.config_file_name, disable_existing_loggers=False)
+    names = _names(config)
+    options = _configure_options(names)
+    connection = config.attributes.get("connection")
+    if context.is_offline_mode():
+        context.configure(
+            url=_url(config),
+            literal_binds=True,
+            dialect_opts={"paramstyle": "named"},
+            **options,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+    elif isinstance(connection, sa.Connection):
+        _run_online(connection, options)
+    else:
+        url = _url(config)
+        _create_sqlite_directory(url)
+        engine = sa.create_engine(url, poolclass=sa.NullPool)
+        try:
+            with engine.connect() as conn:
+                _run_online(conn, options)
+        finally:
+            engine.dispose()
+
+
+def _names(config: Config) -> TableNames:
+    names = config.attributes.get(NAMES_KEY)
+    if not isinstance(names, TableNames):
+        names = resolve_names(context.get_x_argument(as_dictionary=True), os.environ)
+        config.attributes[NAMES_KEY] = names
+    return names
+
+
+def _configure_options(names: TableNames) -> dict[str, Any]:
+    tables = {names.repo_table, names.task_table}
+
+    def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+        # autogenerate/check only looks at our two tables, never the host app's.
+        return type_ != "table" or name in tables
+
+    metadata = FlowTables(
+        repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+    ).metadata
+    return {
+        "target_metadata": metadata,
+        "version_table": names.version_table,
+        "version_table_schema": names.schema,
+        "include_name": include_name,
+        "compare_type": True,
+    }
+
+
+def _run_online(connection: sa.Connection, options: dict[str, Any]) -> None:
+    context.configure(connection=connection, **options)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _url(config: Config) -> str:
+    url = context.get_x_argument(as_dictionary=True).get("url") or os.environ.get(
+        "FLOW_DATABASE_URL"
+    )
+    url = url or config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RepositoryError(
+            "No database URL: pass -x url=..., set FLOW_DATABASE_URL or sqlalchemy.url"
+        )
+    return url
+
+
+def _create_sqlite_directory(url: str) -> None:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

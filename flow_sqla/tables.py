@@ -1,0 +1,222 @@
+"""The two reference tables as SQLAlchemy Core ``Table`` objects.
+
+They match the Go plugin's DDL (``plugins/flow/ddl.sql``) column for column, so an existing
+deployment's tables can be shared: same order, names, types, nullability, unique key name and
+MySQL table options. Table names are configurable; every identifier is validated before any SQL
+is built, and constraint/index names are derived from the table name for non-default names
+because PostgreSQL index names are unique per schema, not per table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from flow_sqla.errors import InvalidIdentifierError
+
+DEFAULT_REPO_TABLE = "bpm_flow_repository"
+DEFAULT_TASK_TABLE = "bpm_flow_task"
+DEFAULT_VERSION_TABLE = "flow_alembic_version"
+REFERENCE_UNIQUE_NAME = "uniq_instantId"
+
+#: ``ENGINE``/``CHARSET``/``COLLATE`` of the reference DDL. Given under both prefixes because a
+#: ``mariadb+...://`` URL yields the dialect name ``mariadb``, which ignores ``mysql_*`` options.
+MYSQL_TABLE_OPTIONS: dict[str, Any] = {
+    f"{prefix}_{key}": value
+    for prefix in ("mysql", "mariadb")
+    for key, value in (
+        ("engine", "InnoDB"),
+        ("charset", "utf8mb4"),
+        ("collate", "utf8mb4_unicode_ci"),
+    )
+}
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+def validate_identifier(value: object, *, kind: str = "identifier") -> str:
+    """Return ``value`` when it is a plain SQL identifier of at most 63 characters.
+
+    Raises :class:`InvalidIdentifierError` naming the value otherwise (``"x;drop"``, ``""``,
+    non-strings, names PostgreSQL would silently truncate).
+    """
+    if not isinstance(value, str):
+        raise InvalidIdentifierError(repr(value), kind=kind)
+    if _IDENTIFIER.fullmatch(value) is None:
+        raise InvalidIdentifierError(value, kind=kind)
+    return value
+
+
+def _derived(name: str, source: str) -> str:
+    if _IDENTIFIER.fullmatch(name) is None:
+        raise InvalidIdentifierError(
+            name,
+            kind="derived name",
+            reason=f"derived from table name {source!r} it exceeds 63 characters; "
+            "choose a shorter table name",
+        )
+    return name
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableNames:
+    """The validated names of one table set: tables, schema, version table, constraints.
+
+    Shared by :class:`FlowTables` and the Alembic revisions, so the schema the code expects and
+    the schema the migrations create are named by one rule.
+    """
+
+    repo_table: str = DEFAULT_REPO_TABLE
+    task_table: str = DEFAULT_TASK_TABLE
+    schema: str | None = None
+    version_table: str = DEFAULT_VERSION_TABLE
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        repo_table: str = DEFAULT_REPO_TABLE,
+        task_table: str = DEFAULT_TASK_TABLE,
+        schema: str | None = None,
+        version_table: str | None = None,
+    ) -> TableNames:
+        """Validate every name and pick the version table.
+
+        The version table defaults to ``flow_alembic_version`` for the default table names and
+        to ``<repo_table>_alembic_version`` otherwise, so table sets keep separate histories.
+        Raises :class:`InvalidIdentifierError` naming the first bad identifier.
+        """
+        repo = validate_identifier(repo_table, kind="table name")
+        task = validate_identifier(task_table, kind="table name")
+        if schema is not None:
+            validate_identifier(schema, kind="schema name")
+        if version_table is None:
+            defaults = (repo, task) == (DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE)
+            version_table = (
+                DEFAULT_VERSION_TABLE if defaults else _derived(f"{repo}_alembic_version", repo)
+            )
+        validate_identifier(version_table, kind="version table name")
+        names = cls(repo_table=repo, task_table=task, schema=schema, version_table=version_table)
+        names.derived_names()
+        return names
+
+    @property
+    def instant_id_unique(self) -> str:
+        """``uniq_instantId`` for the reference table name, ``uq_<repo>_instant_id`` otherwise."""
+        if self.repo_table == DEFAULT_REPO_TABLE:
+            return REFERENCE_UNIQUE_NAME
+        return _derived(f"uq_{self.repo_table}_instant_id", self.repo_table)
+
+    @property
+    def flow_ins_id_index(self) -> str:
+        """Name of the optional index on ``task(flow_ins_id)``."""
+        return _derived(f"ix_{self.task_table}_flow_ins_id", self.task_table)
+
+    @property
+    def assignee_index(self) -> str:
+        """Name of the optional index on ``task(assignee)``."""
+        return _derived(f"ix_{self.task_table}_assignee", self.task_table)
+
+    def derived_names(self) -> tuple[str, str, str]:
+        """All derived names; raises :class:`InvalidIdentifierError` if one is too long."""
+        return (self.instant_id_unique, self.flow_ins_id_index, self.assignee_index)
+
+
+def _id_column() -> sa.Column[int]:
+    # SQLite only makes an INTEGER PRIMARY KEY an autoincrementing rowid alias.
+    return sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True)
+
+
+def _json() -> sa.JSON:
+    # ``None`` becomes SQL NULL (the reference's DEFAULT NULL), not the JSON text 'null'.
+    return sa.JSON(none_as_null=True)
+
+
+def _audit_columns() -> list[sa.Column[Any]]:
+    return [
+        sa.Column("creator", sa.String(64)),
+        sa.Column("create_time", sa.DateTime()),
+        sa.Column("updater", sa.String(64)),
+        sa.Column("update_time", sa.DateTime()),
+    ]
+
+
+class FlowTables:
+    """``bpm_flow_repository`` and ``bpm_flow_task`` (or the configured names) on one ``MetaData``.
+
+    Attributes: ``metadata``, ``repository`` (one row per instance, unique ``instant_id``),
+    ``task`` (append-only history), ``names`` (:class:`TableNames`). The two indexes on
+    ``task(flow_ins_id)`` and ``task(assignee)`` are optional additions (Alembic revision
+    ``flow0002``); no query requires them. Raises :class:`InvalidIdentifierError` for a bad
+    table or schema name before any SQL is built.
+    """
+
+    def __init__(
+        self,
+        metadata: sa.MetaData | None = None,
+        *,
+        repo_table: str = DEFAULT_REPO_TABLE,
+        task_table: str = DEFAULT_TASK_TABLE,
+        schema: str | None = None,
+    ) -> None:
+        self.names = TableNames.create(repo_table=repo_table, task_table=task_table, schema=schema)
+        self.metadata = metadata if metadata is not None else sa.MetaData()
+        self.repository = self._repository_table()
+        self.task = self._task_table()
+
+    def _repository_table(self) -> sa.Table:
+        n = self.names
+        return sa.Table(
+            n.repo_table,
+            self.metadata,
+            _id_column(),
+            sa.Column("instant_id", sa.String(64), nullable=False),
+            sa.Column("graph", _json()),
+            sa.Column("states", _json()),
+            sa.Column("vars", _json()),
+            *_audit_columns(),
+            sa.UniqueConstraint("instant_id", name=n.instant_id_unique),
+            schema=n.schema,
+            **MYSQL_TABLE_OPTIONS,
+        )
+
+    def _task_table(self) -> sa.Table:
+        n = self.names
+        return sa.Table(
+            n.task_table,
+            self.metadata,
+            _id_column(),
+            sa.Column("flow_ins_id", sa.String(64), nullable=False),
+            sa.Column("proc_def_id", sa.String(64), nullable=False),
+            sa.Column("task_id", sa.String(64), nullable=False),
+            sa.Column("source_node_code", sa.String(64), nullable=False),
+            sa.Column("source_node_name", sa.String(64)),
+            sa.Column("source_node_type", sa.String(64), nullable=False),
+            sa.Column("target_node_code", sa.String(64), nullable=False),
+            sa.Column("target_node_name", sa.String(64), nullable=False),
+            sa.Column("target_node_type", sa.String(64), nullable=False),
+            sa.Column("assignee", sa.String(64), nullable=False),
+            sa.Column("status", sa.Integer()),
+            sa.Column("form_id", sa.BigInteger()),
+            sa.Column("variables", _json()),
+            sa.Column("message", sa.Text()),
+            *_audit_columns(),
+            sa.Index(n.flow_ins_id_index, "flow_ins_id"),
+            sa.Index(n.assignee_index, "assignee"),
+            schema=n.schema,
+            **MYSQL_TABLE_OPTIONS,
+        )
+
+
+__all__ = [
+    "DEFAULT_REPO_TABLE",
+    "DEFAULT_TASK_TABLE",
+    "DEFAULT_VERSION_TABLE",
+    "MYSQL_TABLE_OPTIONS",
+    "FlowTables",
+    "TableNames",
+    "validate_identifier",
+]

@@ -1,0 +1,54 @@
+CREATE TABLE flow_alembic_version (
+    version_num VARCHAR(32) NOT NULL, 
+    CONSTRAINT flow_alembic_version_pkc PRIMARY KEY (version_num)
+);
+
+-- Running upgrade  -> flow0001
+
+CREATE TABLE bpm_flow_repository (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    instant_id VARCHAR(64) NOT NULL, 
+    graph JSON, 
+    states JSON, 
+    vars JSON, 
+    creator VARCHAR(64), 
+    create_time DATETIME, 
+    updater VARCHAR(64), 
+    update_time DATETIME, 
+    PRIMARY KEY (id), 
+    CONSTRAINT `uniq_instantId` UNIQUE (instant_id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE bpm_flow_task (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    flow_ins_id VARCHAR(64) NOT NULL, 
+    proc_def_id VARCHAR(64) NOT NULL, 
+    task_id VARCHAR(64) NOT NULL, 
+    source_node_code VARCHAR(64) NOT NULL, 
+    source_node_name VARCHAR(64), 
+    source_node_type VARCHAR(64) NOT NULL, 
+    target_node_code VARCHAR(64) NOT NULL, 
+    target_node_name VARCHAR(64) NOT NULL, 
+    target_node_type VARCHAR(64) NOT NULL, 
+    assignee VARCHAR(64) NOT NULL, 
+    status INTEGER, 
+    form_id BIGINT, 
+    variables JSON, 
+    message TEXT, 
+    creator VARCHAR(64), 
+    create_time DATETIME, 
+    updater VARCHAR(64), 
+    update_time DATETIME, 
+    PRIMARY KEY (id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+INSERT INTO flow_alembic_version (version_num) VALUES ('flow0001') RETURNING flow_alembic_version.version_num;
+
+-- Running upgrade flow0001 -> flow0002
+
+CREATE INDEX ix_bpm_flow_task_flow_ins_id ON bpm_flow_task (flow_ins_id);
+
+CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
+
+UPDATE flow_alembic_version SET version_num='flow0002' WHERE flow_alembic_version.version_num = 'flow0001';
+

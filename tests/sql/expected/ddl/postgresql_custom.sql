@@ -1,0 +1,40 @@
+CREATE TABLE flow.acme_repo (
+	id BIGSERIAL NOT NULL, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph JSON, 
+	states JSON, 
+	vars JSON, 
+	creator VARCHAR(64), 
+	create_time TIMESTAMP WITHOUT TIME ZONE, 
+	updater VARCHAR(64), 
+	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uq_acme_repo_instant_id UNIQUE (instant_id)
+);
+
+CREATE TABLE flow.acme_task (
+	id BIGSERIAL NOT NULL, 
+	flow_ins_id VARCHAR(64) NOT NULL, 
+	proc_def_id VARCHAR(64) NOT NULL, 
+	task_id VARCHAR(64) NOT NULL, 
+	source_node_code VARCHAR(64) NOT NULL, 
+	source_node_name VARCHAR(64), 
+	source_node_type VARCHAR(64) NOT NULL, 
+	target_node_code VARCHAR(64) NOT NULL, 
+	target_node_name VARCHAR(64) NOT NULL, 
+	target_node_type VARCHAR(64) NOT NULL, 
+	assignee VARCHAR(64) NOT NULL, 
+	status INTEGER, 
+	form_id BIGINT, 
+	variables JSON, 
+	message TEXT, 
+	creator VARCHAR(64), 
+	create_time TIMESTAMP WITHOUT TIME ZONE, 
+	updater VARCHAR(64), 
+	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX ix_acme_task_assignee ON flow.acme_task (assignee);
+
+CREATE INDEX ix_acme_task_flow_ins_id ON flow.acme_task (flow_ins_id);

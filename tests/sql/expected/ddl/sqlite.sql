@@ -1,0 +1,40 @@
+CREATE TABLE bpm_flow_repository (
+	id INTEGER NOT NULL, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph JSON, 
+	states JSON, 
+	vars JSON, 
+	creator VARCHAR(64), 
+	create_time DATETIME, 
+	updater VARCHAR(64), 
+	update_time DATETIME, 
+	PRIMARY KEY (id), 
+	CONSTRAINT "uniq_instantId" UNIQUE (instant_id)
+);
+
+CREATE TABLE bpm_flow_task (
+	id INTEGER NOT NULL, 
+	flow_ins_id VARCHAR(64) NOT NULL, 
+	proc_def_id VARCHAR(64) NOT NULL, 
+	task_id VARCHAR(64) NOT NULL, 
+	source_node_code VARCHAR(64) NOT NULL, 
+	source_node_name VARCHAR(64), 
+	source_node_type VARCHAR(64) NOT NULL, 
+	target_node_code VARCHAR(64) NOT NULL, 
+	target_node_name VARCHAR(64) NOT NULL, 
+	target_node_type VARCHAR(64) NOT NULL, 
+	assignee VARCHAR(64) NOT NULL, 
+	status INTEGER, 
+	form_id BIGINT, 
+	variables JSON, 
+	message TEXT, 
+	creator VARCHAR(64), 
+	create_time DATETIME, 
+	updater VARCHAR(64), 
+	update_time DATETIME, 
+	PRIMARY KEY (id)
+);
+
+CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
+
+CREATE INDEX ix_bpm_flow_task_flow_ins_id ON bpm_flow_task (flow_ins_id);

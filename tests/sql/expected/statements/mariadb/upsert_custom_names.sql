@@ -1,0 +1,10 @@
+INSERT INTO acme_repo (instant_id, graph, states, vars, creator, create_time, updater, update_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE states = VALUES(states), vars = VALUES(vars), updater = VALUES(updater), update_time = VALUES(update_time)
+-- params:
+{'create_time': datetime.datetime(2026, 1, 2, 3, 4, 5),
+ 'creator': 'alice',
+ 'graph': {'id': 'leave', 'nodes': [{'id': 'start', 'type': 'start'}]},
+ 'instant_id': 'i-1',
+ 'states': {'leave:n1': 1001},
+ 'update_time': datetime.datetime(2026, 1, 2, 3, 4, 5),
+ 'updater': 'alice',
+ 'vars': {'days': 3, 'name': '流程'}}

@@ -1,0 +1,16 @@
+INSERT INTO bpm_flow_repository (instant_id, graph, states, vars, creator, create_time, updater, update_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE instant_id = bpm_flow_repository.instant_id
+-- params:
+{'create_time': datetime.datetime(2026, 1, 2, 3, 4, 5),
+ 'creator': 'alice',
+ 'graph': {'id': 'leave', 'nodes': [{'id': 'start', 'type': 'start'}]},
+ 'instant_id': 'i-1',
+ 'states': {'leave:n1': 1001},
+ 'update_time': datetime.datetime(2026, 1, 2, 3, 4, 5),
+ 'updater': 'alice',
+ 'vars': {'days': 3, 'name': '流程'}}
+
+SELECT bpm_flow_repository.id, bpm_flow_repository.graph, bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.updater, bpm_flow_repository.update_time 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
+-- params:
+{'instant_id_1': 'i-1'}

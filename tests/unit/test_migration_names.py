@@ -1,0 +1,39 @@
+"""Where the migrations take table names from: -x arguments, then environment, then defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from flow_sqla import InvalidIdentifierError
+from flow_sqla.migrations import resolve_names
+
+
+def test_defaults_use_the_reference_tables_and_flow_alembic_version() -> None:
+    names = resolve_names({}, {})
+    assert (names.repo_table, names.task_table, names.version_table) == (
+        "bpm_flow_repository",
+        "bpm_flow_task",
+        "flow_alembic_version",
+    )
+
+
+def test_environment_names_apply_without_x_arguments() -> None:
+    names = resolve_names({}, {"FLOW_REPO_TABLE": "env_repo", "FLOW_TASK_TABLE": "env_task"})
+    assert (names.repo_table, names.task_table, names.version_table) == (
+        "env_repo",
+        "env_task",
+        "env_repo_alembic_version",
+    )
+
+
+def test_x_arguments_win_over_the_environment() -> None:
+    names = resolve_names(
+        {"repo_table": "x_repo", "schema": "flow", "version_table": "x_version"},
+        {"FLOW_REPO_TABLE": "env_repo"},
+    )
+    assert (names.repo_table, names.schema, names.version_table) == ("x_repo", "flow", "x_version")
+
+
+def test_a_bad_name_from_the_command_line_is_rejected_before_any_sql() -> None:
+    with pytest.raises(InvalidIdentifierError, match="x;drop"):
+        resolve_names({"repo_table": "x;drop"}, {})

@@ -1,0 +1,147 @@
+"""FlowTables: reference columns, configurable names, identifier validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from flow.errors import FlowError
+from flow_sqla import FlowTables, InvalidIdentifierError
+from flow_sqla.tables import TableNames
+
+REPO_COLUMNS = [
+    ("id", False),
+    ("instant_id", False),
+    ("graph", True),
+    ("states", True),
+    ("vars", True),
+    ("creator", True),
+    ("create_time", True),
+    ("updater", True),
+    ("update_time", True),
+]
+TASK_COLUMNS = [
+    ("id", False),
+    ("flow_ins_id", False),
+    ("proc_def_id", False),
+    ("task_id", False),
+    ("source_node_code", False),
+    ("source_node_name", True),
+    ("source_node_type", False),
+    ("target_node_code", False),
+    ("target_node_name", False),
+    ("target_node_type", False),
+    ("assignee", False),
+    ("status", True),
+    ("form_id", True),
+    ("variables", True),
+    ("message", True),
+    ("creator", True),
+    ("create_time", True),
+    ("updater", True),
+    ("update_time", True),
+]
+
+
+def test_repository_table_has_the_reference_columns_in_order() -> None:
+    table = FlowTables().repository
+    assert table.name == "bpm_flow_repository"
+    assert [(c.name, c.nullable) for c in table.columns] == REPO_COLUMNS
+
+
+def test_task_table_has_the_reference_columns_in_order() -> None:
+    table = FlowTables().task
+    assert table.name == "bpm_flow_task"
+    assert [(c.name, c.nullable) for c in table.columns] == TASK_COLUMNS
+
+
+def test_default_repository_keeps_the_reference_unique_key_name() -> None:
+    uniques = [c for c in FlowTables().repository.constraints if isinstance(c, sa.UniqueConstraint)]
+    assert [(u.name, [c.name for c in u.columns]) for u in uniques] == [
+        ("uniq_instantId", ["instant_id"])
+    ]
+
+
+def test_custom_names_derive_constraint_and_index_names_from_the_table() -> None:
+    tables = FlowTables(repo_table="acme_repo", task_table="acme_task")
+    uniques = {c.name for c in tables.repository.constraints if isinstance(c, sa.UniqueConstraint)}
+    assert uniques == {"uq_acme_repo_instant_id"}
+    assert {i.name for i in tables.task.indexes} == {
+        "ix_acme_task_flow_ins_id",
+        "ix_acme_task_assignee",
+    }
+
+
+def test_json_none_is_stored_as_sql_null() -> None:
+    graph_type = FlowTables().repository.c.graph.type
+    assert isinstance(graph_type, sa.JSON)
+    assert graph_type.none_as_null
+
+
+def test_tables_share_a_given_metadata() -> None:
+    metadata = sa.MetaData()
+    FlowTables(metadata)
+    FlowTables(metadata, repo_table="acme_repo", task_table="acme_task")
+    assert set(metadata.tables) == {
+        "bpm_flow_repository",
+        "bpm_flow_task",
+        "acme_repo",
+        "acme_task",
+    }
+
+
+def test_schema_is_applied_to_both_tables() -> None:
+    tables = FlowTables(schema="flow")
+    assert (tables.repository.schema, tables.task.schema) == ("flow", "flow")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"repo_table": "x;drop"},
+        {"task_table": "bpm flow"},
+        {"repo_table": ""},
+        {"task_table": "1task"},
+        {"schema": "public; DROP TABLE x"},
+        {"repo_table": "a" * 64},
+    ],
+)
+def test_bad_identifier_is_rejected_naming_it(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidIdentifierError) as info:
+        FlowTables(**kwargs)
+    (value,) = kwargs.values()
+    assert info.value.identifier == value
+    assert repr(value) in str(info.value)
+
+
+def test_invalid_identifier_error_is_a_value_error_and_a_flow_error() -> None:
+    with pytest.raises(ValueError):
+        FlowTables(repo_table="x;drop")
+    assert issubclass(InvalidIdentifierError, FlowError)
+
+
+def test_table_name_whose_derived_names_are_too_long_is_rejected() -> None:
+    with pytest.raises(InvalidIdentifierError, match="choose a shorter table name"):
+        FlowTables(repo_table="r" * 55)
+
+
+def test_version_table_is_flow_alembic_version_for_default_names() -> None:
+    assert TableNames.create().version_table == "flow_alembic_version"
+
+
+def test_version_table_follows_a_custom_repo_table_name() -> None:
+    names = TableNames.create(repo_table="acme_repo", task_table="acme_task")
+    assert names.version_table == "acme_repo_alembic_version"
+
+
+def test_custom_task_table_alone_also_gets_its_own_version_table() -> None:
+    assert TableNames.create(task_table="acme_task").version_table == (
+        "bpm_flow_repository_alembic_version"
+    )
+
+
+def test_bad_version_table_is_rejected() -> None:
+    with pytest.raises(InvalidIdentifierError, match="version table"):
+        TableNames.create(version_table="v-1")
