@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -102,11 +102,8 @@ def _lock_waiters(conn: sa.Connection) -> int:
     return int(conn.exec_driver_sql(sql).scalar_one())
 
 
-@pytest.fixture
-def server_only(engine: sa.Engine) -> Iterator[None]:
-    if engine.dialect.name == "sqlite":
-        pytest.skip("SQLite has no row locks; its write lock is covered by the timeout test")
-    yield
+#: Row locks exist on the servers only; SQLite's write lock is covered by the timeout test.
+ROW_LOCK_BACKENDS = pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
 
 
 def test_upsert_inserts_then_updates_only_the_given_columns(
@@ -158,8 +155,9 @@ def test_locking_read_of_a_known_row_returns_its_current_values(
     assert row is not None and row["states"] == {"g:a": 3}
 
 
+@ROW_LOCK_BACKENDS
 def test_two_new_instances_start_concurrently_without_deadlock(
-    engine: sa.Engine, ops: DialectOps, server_only: None
+    engine: sa.Engine, ops: DialectOps
 ) -> None:
     both_locked = threading.Barrier(2, timeout=TIMEOUT)
 
@@ -177,12 +175,11 @@ def test_two_new_instances_start_concurrently_without_deadlock(
     assert [_read(engine, ops, i) is not None for i in ("new-a", "new-b")] == [True, True]
 
 
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)  # PostgreSQL takes no gap locks
 def test_for_update_of_missing_rows_alone_deadlocks_on_mysql(
-    engine: sa.Engine, ops: DialectOps, server_only: None
+    engine: sa.Engine, ops: DialectOps
 ) -> None:
     """The baseline that ensure_row exists for: gap locks at REPEATABLE READ (error 1213)."""
-    if engine.dialect.name == "postgresql":
-        pytest.skip("PostgreSQL takes no gap locks")
     both_locked = threading.Barrier(2, timeout=TIMEOUT)
 
     def start(instance_id: str) -> Callable[[], None]:
@@ -199,8 +196,9 @@ def test_for_update_of_missing_rows_alone_deadlocks_on_mysql(
     assert len(errors) == 1 and ops.is_lock_conflict(errors[0])
 
 
+@ROW_LOCK_BACKENDS
 def test_second_locking_read_waits_until_the_first_commits(
-    engine: sa.Engine, ops: DialectOps, server_only: None
+    engine: sa.Engine, ops: DialectOps
 ) -> None:
     with engine.begin() as conn:
         conn.execute(ops.ensure_row(_row("i-1", states={"g:a": 1})))

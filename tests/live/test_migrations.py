@@ -185,9 +185,8 @@ def test_revisions_run_inside_a_host_apps_own_history(db_url: str, tmp_path: Pat
         engine.dispose()
 
 
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)  # MySQL/MariaDB table options
 def test_mysql_tables_get_the_reference_engine_and_collation(engine: sa.Engine) -> None:
-    if engine.dialect.name not in ("mysql", "mariadb"):
-        pytest.skip("ENGINE/COLLATE are MySQL/MariaDB table options")
     upgrade(engine)
     with engine.connect() as conn:
         rows = conn.exec_driver_sql(
