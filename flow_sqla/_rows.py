@@ -1,0 +1,117 @@
+"""The instance row as the repository holds it in memory, and the bounded maps that keep rows.
+
+A row read from ``bpm_flow_repository`` is validated once, when it is read: ``states`` must be
+a JSON object of string keys to integer codes, ``vars`` a JSON object. Anything else raises
+:class:`~flow.errors.SnapshotError` naming the instance, so one bad row never affects others.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy.engine import RowMapping
+
+from flow.errors import SnapshotError
+
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRow:
+    """The validated columns an operation needs: ``states`` (codes, unknown ones kept as
+    stored), ``vars`` (the encoded JSON object) and whether a graph is stored."""
+
+    states: Mapping[str, int]
+    vars: Mapping[str, Any]
+    has_graph: bool
+
+
+def parse_states(instance_id: str, raw: Any) -> dict[str, int]:
+    """``states`` of a row: ``None`` reads as empty; raises :class:`SnapshotError` on any
+    shape other than an object of string keys to integers."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SnapshotError(
+            f"Stored states must be a JSON object, got {type(raw).__name__}",
+            instance_id=instance_id,
+        )
+    for key, code in raw.items():
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise SnapshotError(
+                f"Stored state {key!r} must be an integer code, got {code!r}",
+                instance_id=instance_id,
+            )
+    return raw
+
+
+def parse_vars(instance_id: str, raw: Any) -> dict[str, Any]:
+    """``vars`` of a row in its encoded form: ``None`` reads as empty; raises
+    :class:`SnapshotError` when it is not an object."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise SnapshotError(
+            f"Stored vars must be a JSON object, got {type(raw).__name__}",
+            instance_id=instance_id,
+        )
+    return raw
+
+
+def parse_row(instance_id: str, row: RowMapping) -> StoredRow:
+    """Validate the ``states``/``vars``/``graph`` columns of a fetched row."""
+    return StoredRow(
+        states=parse_states(instance_id, row["states"]),
+        vars=parse_vars(instance_id, row["vars"]),
+        has_graph=row["graph"] is not None,
+    )
+
+
+def utc_now() -> datetime:
+    """Naive UTC, whole seconds: what a plain ``DATETIME`` column keeps on every dialect."""
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+class BoundedMap(Generic[_V]):
+    """A thread-safe LRU map with a fixed capacity (the least recently used entry goes)."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self._capacity = capacity
+        self._items: OrderedDict[str, _V] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def get(self, key: str) -> _V | None:
+        with self._mutex:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: str, value: _V) -> None:
+        with self._mutex:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            if len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+
+    def pop(self, key: str) -> None:
+        with self._mutex:
+            self._items.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        with self._mutex:
+            return key in self._items
+
+    def __len__(self) -> int:
+        with self._mutex:
+            return len(self._items)
+
+
+__all__ = ["BoundedMap", "StoredRow", "parse_row", "parse_states", "parse_vars", "utc_now"]

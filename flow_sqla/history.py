@@ -1,0 +1,176 @@
+"""Task history: one ``bpm_flow_task`` row per successful submit, and typed queries over it."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, RowMapping
+
+from flow.context import FlowContext
+from flow.graph import Node
+from flow.workflow.records import TaskRecord
+from flow.workflow.states import TaskState
+from flow_sqla._dialect import DialectOps, json_dumps
+from flow_sqla._translate import translating
+from flow_sqla._vars import VarsPolicy
+from flow_sqla.tables import FlowTables
+
+_NAME_LENGTH = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryEntry:
+    """One row of the history: who moved the instance from which node to which, and how.
+
+    Node types are the stored ``NodeType`` names (``"ACTIVITY"``); ``status`` is the action's
+    target state; ``variables`` are decoded; ``created_at`` is naive UTC.
+    """
+
+    id: int
+    instance_id: str
+    graph_id: str
+    task_id: str
+    source_node_id: str
+    source_node_name: str | None
+    source_node_type: str
+    target_node_id: str
+    target_node_name: str
+    target_node_type: str
+    assignee: str
+    status: TaskState
+    form_id: int | None
+    variables: dict[str, Any]
+    message: str | None
+    creator: str | None
+    created_at: datetime | None
+
+
+class TaskHistoryRecorder:
+    """A :class:`~flow.workflow.TaskRecorder` appending to ``bpm_flow_task``.
+
+    ``record`` issues one ``INSERT`` on ``ctx.connection`` when it is a SQLAlchemy
+    ``Connection`` (the executor's unit of work puts its transaction there), else in its own
+    ``engine.begin()``; no generated key is fetched back. ``bind`` is an ``Engine`` or a URL.
+    """
+
+    def __init__(self, bind: Engine | str, tables: FlowTables | None = None) -> None:
+        self.engine: Engine = (
+            sa.create_engine(bind, json_serializer=json_dumps) if isinstance(bind, str) else bind
+        )
+        self.tables = tables or FlowTables()
+        self._table = self.tables.task
+        self._dialect = DialectOps(self.engine.dialect, self.tables)
+        # Variables of a record are an audit trail: identity keys are kept.
+        self._vars = VarsPolicy(())
+        # ``inline()``: no RETURNING / generated-key fetch after the insert.
+        self._insert = self._table.insert().inline()
+
+    def record(self, ctx: FlowContext, record: TaskRecord) -> None:
+        """Append ``record``. Raises :class:`~flow_sqla.errors.RepositoryError` on database
+        errors, :class:`~flow.workflow.ConcurrentSubmitError` on a lock conflict and
+        :class:`~flow.errors.SnapshotError` for a variable that cannot be stored."""
+        row = self._row(ctx, record)
+        with self._translating(record.instance_id):
+            if isinstance(ctx.connection, Connection):
+                ctx.connection.execute(self._insert, row)
+            else:
+                with self.engine.begin() as conn:
+                    conn.execute(self._insert, row)
+
+    def history(self, instance_id: str) -> list[HistoryEntry]:
+        """Every entry of one instance, oldest first."""
+        t = self._table
+        stmt = sa.select(t).where(t.c.flow_ins_id == instance_id).order_by(t.c.id)
+        return self._query(stmt, instance_id)
+
+    def by_assignee(
+        self, assignee: str, *, limit: int = 50, before_id: int | None = None
+    ) -> list[HistoryEntry]:
+        """Entries submitted by ``assignee``, newest first; pass the last ``id`` of a page as
+        ``before_id`` to get the next page (keyset paging)."""
+        t = self._table
+        stmt = sa.select(t).where(t.c.assignee == assignee)
+        if before_id is not None:
+            stmt = stmt.where(t.c.id < before_id)
+        return self._query(stmt.order_by(t.c.id.desc()).limit(limit), None)
+
+    def _query(self, stmt: sa.Select[Any], instance_id: str | None) -> list[HistoryEntry]:
+        with self._translating(instance_id), self.engine.connect() as conn:
+            rows = conn.execute(stmt).mappings().all()
+        return [self._entry(row) for row in rows]
+
+    def _row(self, ctx: FlowContext, record: TaskRecord) -> dict[str, Any]:
+        source, target = record.source, record.target
+        created = record.created_at
+        if created.tzinfo is not None:
+            created = created.astimezone(UTC).replace(tzinfo=None)
+        return {
+            "flow_ins_id": record.instance_id,
+            "proc_def_id": record.graph_id,
+            "task_id": record.task_id,
+            "source_node_code": source.id,
+            "source_node_name": _clip(source.title) or None,
+            "source_node_type": source.type.name,
+            "target_node_code": target.id,
+            "target_node_name": _name(target),
+            "target_node_type": target.type.name,
+            "assignee": _clip(record.assignee),
+            "status": int(record.state),
+            "form_id": record.form_id,
+            "variables": self._vars.encode(record.instance_id, record.variables),
+            "message": record.message,
+            "creator": _clip(_creator(ctx, record)) or None,
+            "create_time": created.replace(microsecond=0),
+        }
+
+    def _entry(self, row: RowMapping) -> HistoryEntry:
+        instance_id = row["flow_ins_id"]
+        return HistoryEntry(
+            id=row["id"],
+            instance_id=instance_id,
+            graph_id=row["proc_def_id"],
+            task_id=row["task_id"],
+            source_node_id=row["source_node_code"],
+            source_node_name=row["source_node_name"],
+            source_node_type=row["source_node_type"],
+            target_node_id=row["target_node_code"],
+            target_node_name=row["target_node_name"],
+            target_node_type=row["target_node_type"],
+            assignee=row["assignee"],
+            status=TaskState.of(row["status"]),
+            form_id=row["form_id"],
+            variables=self._vars.decode(instance_id, row["variables"]),
+            message=row["message"],
+            creator=row["creator"],
+            created_at=row["create_time"],
+        )
+
+    def _translating(self, instance_id: str | None) -> AbstractContextManager[None]:
+        return translating(self._dialect, instance_id)
+
+    def __repr__(self) -> str:
+        return f"TaskHistoryRecorder(table={self._table.name!r})"
+
+
+def _clip(text: str | None) -> str:
+    return (text or "")[:_NAME_LENGTH]
+
+
+def _name(node: Node) -> str:
+    """``target_node_name`` is NOT NULL in the reference DDL: the title, else the id."""
+    return _clip(node.title) or _clip(node.id)
+
+
+def _creator(ctx: FlowContext, record: TaskRecord) -> str | None:
+    for key in ("auditor", "creator", "actor"):
+        value = ctx.data.get(key)
+        if value is not None:
+            return str(value)
+    return record.assignee or None
+
+
+__all__ = ["HistoryEntry", "TaskHistoryRecorder"]

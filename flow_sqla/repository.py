@@ -1,0 +1,473 @@
+"""The SQL state repository: one ``bpm_flow_repository`` row per instance.
+
+Every executor operation runs in one unit of work: the instance row is read (and locked) once
+at its start, every ``state_get``/``vars_get`` is answered from memory, state changes are
+buffered and written with one upsert at its end. See ``docs/persistence.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.sql.base import Executable
+
+from flow.context import FlowContext
+from flow.errors import SnapshotError
+from flow.graph import Graph, Node
+from flow.workflow.repository import state_key
+from flow.workflow.states import TaskState
+from flow_sqla._dialect import DialectOps, json_dumps
+from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
+from flow_sqla._translate import translating
+from flow_sqla._vars import VarsPolicy
+from flow_sqla.errors import RepositoryError
+from flow_sqla.tables import FlowTables
+
+CacheMode = Literal["operation", "process"]
+Auditor = Callable[[FlowContext], "str | None"]
+
+_AUDIT_KEYS = ("auditor", "creator", "actor")
+_INTENT_KEY = "WorkflowIntent"
+_BASE_COLUMNS = ("states", "vars", "updater", "update_time")
+_UPSERT_COLUMNS = ("instant_id", *_BASE_COLUMNS, "creator", "create_time")
+_ABSENT_COLUMNS = ("instant_id", "creator", "create_time", "updater", "update_time")
+#: Instances remembered to have a row (saves the insert-if-absent statement).
+KNOWN_ROWS_CAPACITY = 100_000
+#: Rows kept across operations in ``cache="process"`` mode.
+PROCESS_CACHE_CAPACITY = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """Everything stored for one instance. ``graph_json`` is the stored graph as JSON text
+    (``None`` when none was stored), ``vars`` are decoded (dates, decimals... restored)."""
+
+    instance_id: str
+    graph_json: str | None
+    states: dict[str, TaskState]
+    vars: dict[str, Any]
+    creator: str | None
+    create_time: datetime | None
+    updater: str | None
+    update_time: datetime | None
+
+
+class _Operation:
+    """The in-memory state of one unit of work on one instance."""
+
+    __slots__ = (
+        "base",
+        "conn",
+        "final",
+        "force_graph",
+        "graph",
+        "instance_id",
+        "locked",
+        "replace_vars",
+        "states",
+        "stored_vars",
+    )
+
+    def __init__(self, instance_id: str, conn: Connection, base: StoredRow, locked: bool) -> None:
+        self.instance_id = instance_id
+        self.conn = conn
+        self.base = base
+        self.locked = locked
+        self.states: dict[str, int] = dict(base.states)
+        self.graph: Graph | None = None
+        self.force_graph = False
+        self.replace_vars = False
+        self.stored_vars: dict[str, Any] | None = None
+        self.final: StoredRow | None = None
+
+    def note_graph(self, ctx: FlowContext, node: Node) -> None:
+        if self.graph is None:
+            root = getattr(ctx.data.get(_INTENT_KEY), "root_graph", None)
+            self.graph = root if isinstance(root, Graph) else node.graph
+
+
+class SqlStateRepository:
+    """A :class:`~flow.workflow.StateRepository` with ``unit_of_work``, on SQLAlchemy Core.
+
+    ``bind`` is an ``Engine`` or a URL (an engine is created once, with a compact JSON
+    serializer). ``cache="operation"`` (default) reads the row with its lock at the start of
+    every operation — safe with many processes; ``cache="process"`` keeps rows in a bounded LRU
+    across operations (zero statements for a warm claim) and is meant for a single process.
+    ``auditor(ctx)`` names who writes (default: the ``auditor``, else ``creator``, else
+    ``actor`` variable); ``vars_filter`` lists the identity keys never stored (default
+    ``actor``, ``auditor``, ``creator``). Raises :class:`RepositoryError` for an unsupported
+    dialect and ``ValueError`` for an unknown cache mode.
+    """
+
+    def __init__(
+        self,
+        bind: Engine | str,
+        tables: FlowTables | None = None,
+        *,
+        cache: CacheMode = "operation",
+        auditor: Auditor | None = None,
+        vars_filter: Iterable[str] | None = None,
+    ) -> None:
+        if cache not in ("operation", "process"):
+            raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
+        self.engine: Engine = (
+            sa.create_engine(bind, json_serializer=json_dumps) if isinstance(bind, str) else bind
+        )
+        self.tables = tables or FlowTables()
+        self.cache_mode: CacheMode = cache
+        self._dialect = DialectOps(self.engine.dialect, self.tables)
+        self._auditor: Auditor = auditor or _default_auditor
+        self._vars = VarsPolicy(vars_filter)
+        self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
+        self._cache: BoundedMap[StoredRow] | None = (
+            BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
+        )
+        self._local = threading.local()
+        self._locking_reads: dict[bool, list[Executable]] = {}
+        self._upserts: dict[bool, Executable] = {}
+
+    # -- unit of work ------------------------------------------------------------------
+    @contextmanager
+    def unit_of_work(self, ctx: FlowContext, *, lock: bool = True) -> Iterator[None]:
+        """One operation on ``ctx.instance_id``: joins ``ctx.connection`` when it is a
+        SQLAlchemy ``Connection`` (never committing or rolling it back), else runs in its own
+        ``engine.begin()`` which it also puts into ``ctx.connection`` for the block, so the
+        history recorder and the caller's task code share the transaction. Re-entrant.
+
+        Raises :class:`ConcurrentSubmitError` on a lock timeout or deadlock,
+        :class:`RepositoryError` for any other database error, :class:`SnapshotError` for a
+        malformed row or a variable that cannot be stored — in every case nothing is kept.
+        """
+        outer = self._ops().get(ctx.instance_id)
+        if outer is not None:
+            if lock and not outer.locked:
+                self._relock(ctx, outer)
+            yield
+            return
+        if isinstance(ctx.connection, Connection):
+            yield from self._joined(ctx, ctx.connection, lock)
+        else:
+            yield from self._owned(ctx, lock)
+
+    def _owned(self, ctx: FlowContext, lock: bool) -> Iterator[None]:
+        instance_id = ctx.instance_id
+        saved = ctx.connection
+        op: _Operation | None = None
+        try:
+            with self._translating(instance_id), self.engine.begin() as conn:
+                ctx.connection = conn
+                op = self._start(ctx, conn, lock)
+                yield from self._run(ctx, op)
+        except BaseException:
+            if self._cache is not None:
+                self._cache.pop(instance_id)
+            raise
+        finally:
+            ctx.connection = saved
+        self._remember(op, cache=True)
+
+    def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
+        try:
+            with self._translating(ctx.instance_id):
+                op = self._start(ctx, conn, lock)
+                yield from self._run(ctx, op)
+            self._remember(op, cache=False)
+        finally:
+            # The caller commits or rolls back later; we cannot see which.
+            if self._cache is not None:
+                self._cache.pop(ctx.instance_id)
+
+    def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
+        ops = self._ops()
+        ops[op.instance_id] = op
+        try:
+            yield
+            self._flush(ctx, op)
+        finally:
+            ops.pop(op.instance_id, None)
+
+    def _start(self, ctx: FlowContext, conn: Connection, lock: bool) -> _Operation:
+        if self._cache is not None and not lock:
+            cached = self._cache.get(ctx.instance_id)
+            if cached is not None:
+                return _Operation(ctx.instance_id, conn, cached, locked=False)
+        return _Operation(ctx.instance_id, conn, self._locking_read(ctx, conn), locked=True)
+
+    def _relock(self, ctx: FlowContext, op: _Operation) -> None:
+        fresh = self._locking_read(ctx, op.conn)
+        if op.states == op.base.states:
+            op.base = fresh
+            op.states = dict(fresh.states)
+            op.stored_vars = None
+        op.locked = True
+
+    def _remember(self, op: _Operation | None, *, cache: bool) -> None:
+        if op is None or op.final is None:
+            return
+        self._known.put(op.instance_id, True)
+        if cache and self._cache is not None:
+            self._cache.put(op.instance_id, op.final)
+
+    def _ops(self) -> dict[str, _Operation]:
+        ops: dict[str, _Operation] | None = getattr(self._local, "ops", None)
+        if ops is None:
+            ops = self._local.ops = {}
+        return ops
+
+    # -- reading and writing the row ----------------------------------------------------
+    def _locking_read(self, ctx: FlowContext, conn: Connection) -> StoredRow:
+        instance_id = ctx.instance_id
+        known = instance_id in self._known
+        now, who = utc_now(), self._who(ctx)
+        params = {
+            "instant_id": instance_id,
+            "creator": who,
+            "create_time": now,
+            "updater": who,
+            "update_time": now,
+        }
+        row = self._fetch(conn, self._locking_statements(known), instance_id, params)
+        if row is None and known:
+            self._known.pop(instance_id)
+            row = self._fetch(conn, self._locking_statements(False), instance_id, params)
+        if row is None:
+            raise RepositoryError("The instance row could not be read", instance_id=instance_id)
+        return parse_row(instance_id, row)
+
+    def _locking_statements(self, known: bool) -> list[Executable]:
+        """Built once per flag with bound parameters, so each operation only binds values."""
+        stmts = self._locking_reads.get(known)
+        if stmts is None:
+            absent = {name: self._bind(name) for name in _ABSENT_COLUMNS}
+            key: Any = self._bind("instant_id")
+            stmts = self._locking_reads[known] = self._dialect.locking_read(
+                key, absent, row_known=known
+            )
+        return stmts
+
+    def _upsert_statement(self, with_graph: bool) -> Executable:
+        stmt = self._upserts.get(with_graph)
+        if stmt is None:
+            names = (*_UPSERT_COLUMNS, "graph") if with_graph else _UPSERT_COLUMNS
+            columns = (*_BASE_COLUMNS, "graph") if with_graph else _BASE_COLUMNS
+            row = {name: self._bind(name) for name in names}
+            stmt = self._dialect.upsert(row, columns)
+            if isinstance(stmt, sa.Insert):
+                stmt = stmt.inline()  # no implicit RETURNING of the id: nothing reads it
+            self._upserts[with_graph] = stmt
+        return stmt
+
+    def _bind(self, name: str) -> sa.BindParameter[Any]:
+        return sa.bindparam(name, type_=self.tables.repository.c[name].type)
+
+    def _fetch(
+        self,
+        conn: Connection,
+        stmts: Sequence[Executable],
+        instance_id: str,
+        params: Mapping[str, Any] | None = None,
+    ) -> RowMapping | None:
+        for stmt in stmts[:-1]:
+            conn.execute(stmt, params)
+        result = conn.execute(stmts[-1], params)
+        try:
+            row = result.first()
+        except ValueError as exc:
+            raise SnapshotError(
+                f"The stored row is not valid JSON: {exc}", instance_id=instance_id
+            ) from exc
+        return None if row is None else row._mapping
+
+    def _flush(self, ctx: FlowContext, op: _Operation) -> None:
+        """Write the operation's changes with one upsert — or nothing when nothing changed."""
+        encoded = self._vars.encode(op.instance_id, ctx.data)
+        base = op.base
+        new_vars = encoded if op.replace_vars else {**base.vars, **encoded}
+        write_graph = op.graph is not None and (op.force_graph or not base.has_graph)
+        changed = op.states != base.states or new_vars != base.vars or op.force_graph
+        if not changed:
+            op.final = base
+            return
+        now, who = utc_now(), self._who(ctx)
+        row: dict[str, Any] = {
+            "instant_id": op.instance_id,
+            "states": dict(op.states),
+            "vars": new_vars,
+            "updater": who,
+            "update_time": now,
+            "creator": who,
+            "create_time": now,
+        }
+        if write_graph and op.graph is not None:
+            row["graph"] = op.graph.to_dict()
+        op.conn.execute(self._upsert_statement("graph" in row), row)
+        op.final = StoredRow(
+            states=row["states"], vars=new_vars, has_graph=base.has_graph or write_graph
+        )
+
+    def _who(self, ctx: FlowContext) -> str | None:
+        who = self._auditor(ctx)
+        return None if who is None else str(who)[:64]
+
+    def _translating(self, instance_id: str | None) -> AbstractContextManager[None]:
+        return translating(self._dialect, instance_id)
+
+    # -- StateRepository ---------------------------------------------------------------
+    def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
+        """The stored variables the context does not hold yet (context values win over
+        stored ones), decoded. Raises :class:`SnapshotError` for undecodable vars."""
+        op = self._ops().get(ctx.instance_id)
+        if op is None:
+            stored = self._vars.decode(ctx.instance_id, self._read_row(ctx).vars)
+        else:
+            op.note_graph(ctx, node)
+            if op.stored_vars is None:
+                op.stored_vars = self._vars.decode(op.instance_id, op.base.vars)
+            stored = op.stored_vars
+        if not stored:
+            return None
+        data = ctx.data
+        return {key: value for key, value in stored.items() if key not in data}
+
+    def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
+        op = self._ops().get(ctx.instance_id)
+        if op is None:
+            code = self._read_row(ctx).states.get(state_key(node))
+        else:
+            op.note_graph(ctx, node)
+            code = op.states.get(state_key(node))
+        return TaskState.UNKNOWN if code is None else TaskState.of(code)
+
+    def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
+        op = self._ops().get(ctx.instance_id)
+        if op is None:
+            with self.unit_of_work(ctx, lock=True):
+                self.state_put(ctx, node, state)
+            return
+        op.note_graph(ctx, node)
+        self._vars.encode(op.instance_id, ctx.data)
+        op.states[state_key(node)] = int(state)
+
+    def state_remove(self, ctx: FlowContext, node: Node) -> None:
+        op = self._ops().get(ctx.instance_id)
+        if op is None:
+            with self.unit_of_work(ctx, lock=True):
+                self.state_remove(ctx, node)
+            return
+        op.note_graph(ctx, node)
+        self._vars.encode(op.instance_id, ctx.data)
+        op.states.pop(state_key(node), None)
+
+    def state_clear(self, ctx: FlowContext) -> None:
+        op = self._ops().get(ctx.instance_id)
+        if op is None:
+            with self.unit_of_work(ctx, lock=True):
+                self.state_clear(ctx)
+            return
+        self._vars.encode(op.instance_id, ctx.data)
+        op.states.clear()
+
+    # -- snapshots and inspection ------------------------------------------------------
+    def save_snapshot(self, ctx: FlowContext, graph: Graph) -> None:
+        """Write ``graph``, the current states and the context's storable variables (which
+        replace the stored ones whole). Raises like :meth:`unit_of_work`."""
+        with self.unit_of_work(ctx, lock=True):
+            op = self._ops()[ctx.instance_id]
+            op.graph = graph
+            op.force_graph = True
+            op.replace_vars = True
+
+    def load_snapshot(self, instance_id: str) -> Snapshot | None:
+        """Everything stored for ``instance_id``, or ``None`` when it has no row. Raises
+        :class:`SnapshotError` for a malformed row, :class:`RepositoryError` on database errors."""
+        row = self._plain_row(instance_id, None)
+        if row is None:
+            return None
+        states = parse_states(instance_id, row["states"])
+        return Snapshot(
+            instance_id=instance_id,
+            graph_json=_graph_text(row["graph"]),
+            states={key: TaskState.of(code) for key, code in states.items()},
+            vars=self._vars.decode(instance_id, row["vars"]),
+            creator=row["creator"],
+            create_time=row["create_time"],
+            updater=row["updater"],
+            update_time=row["update_time"],
+        )
+
+    def restore_context(self, instance_id: str, *, connection: Any = None) -> FlowContext:
+        """A new context for ``instance_id`` holding its stored variables (trace empty), to
+        resume the instance in another process. Raises :class:`SnapshotError` when the
+        instance has no row or the row is malformed."""
+        row = self._plain_row(instance_id, connection)
+        if row is None:
+            raise SnapshotError("No stored instance to restore", instance_id=instance_id)
+        parse_states(instance_id, row["states"])
+        variables = self._vars.decode(instance_id, row["vars"])
+        return FlowContext.of(instance_id, variables, connection=connection)
+
+    def states(self, instance_id: str) -> dict[str, TaskState]:
+        """The stored states of one instance (read from the database; empty when none)."""
+        row = self._plain_row(instance_id, None)
+        if row is None:
+            return {}
+        codes = parse_states(instance_id, row["states"])
+        return {key: TaskState.of(code) for key, code in codes.items()}
+
+    def evict(self, instance_id: str) -> None:
+        """Forget what this process remembers about ``instance_id`` (cached row, row known to
+        exist), e.g. after the row was changed or deleted behind the library's back."""
+        self._known.pop(instance_id)
+        if self._cache is not None:
+            self._cache.pop(instance_id)
+
+    # -- one-off reads -----------------------------------------------------------------
+    def _read_row(self, ctx: FlowContext) -> StoredRow:
+        if self._cache is not None:
+            cached = self._cache.get(ctx.instance_id)
+            if cached is not None:
+                return cached
+        row = self._plain_row(ctx.instance_id, ctx.connection)
+        if row is None:
+            return StoredRow(states={}, vars={}, has_graph=False)
+        return parse_row(ctx.instance_id, row)
+
+    def _plain_row(self, instance_id: str, connection: Any) -> RowMapping | None:
+        stmt = self._dialect.plain_read(instance_id)
+        with self._translating(instance_id):
+            if isinstance(connection, Connection):
+                return self._fetch(connection, [stmt], instance_id)
+            with self.engine.connect() as conn:
+                return self._fetch(conn, [stmt], instance_id)
+
+    def __repr__(self) -> str:
+        return (
+            f"SqlStateRepository({self.engine.url.render_as_string()!r}, "
+            f"table={self.tables.repository.name!r}, cache={self.cache_mode!r})"
+        )
+
+
+def _default_auditor(ctx: FlowContext) -> str | None:
+    data = ctx.data
+    for key in _AUDIT_KEYS:
+        value = data.get(key)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def _graph_text(raw: Any) -> str | None:
+    if raw is None or isinstance(raw, str):
+        return raw
+    return json_dumps(raw) if isinstance(raw, dict | list) else json.dumps(raw)
+
+
+__all__ = ["Auditor", "CacheMode", "Snapshot", "SqlStateRepository"]

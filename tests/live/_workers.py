@@ -1,0 +1,65 @@
+"""Worker functions run in spawned OS processes by test_sql_concurrency.py.
+
+Each worker builds its own engine and executor from the URL (nothing is inherited) and reports
+through a queue: ``(worker, result)`` or ``(worker, "error: ...")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from _support import approve, ctx, executor
+
+from flow.workflow import ConcurrentSubmitError, TaskAction
+
+_RETRIES = 50
+BARRIER_TIMEOUT = 120.0
+
+
+def _engine(url: str) -> sa.Engine:
+    return sa.create_engine(url, poolclass=sa.NullPool)
+
+
+def race_one_task(url: str, instance_id: str, worker: int, barrier: Any, results: Any) -> None:
+    """Claim the manager task, wait for every worker, then try to forward it."""
+    engine = _engine(url)
+    try:
+        ex = executor(engine)
+        c = ctx(instance_id, "manager")
+        task = ex.claim_task("oa", c)
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+        results.put((worker, ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)))
+    except BaseException as exc:
+        results.put((worker, f"error: {exc!r}"))
+    finally:
+        engine.dispose()
+
+
+def drive_instances(
+    url: str, instance_ids: list[str], worker: int, barrier: Any, results: Any
+) -> None:
+    """Try to approve every instance (employee, then manager) until each has reached its
+    end; retries only on ConcurrentSubmitError. Reports how many approvals this worker won
+    and how many retries it needed."""
+    engine = _engine(url)
+    try:
+        ex = executor(engine)
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+        won = retries = 0
+        for actor in ("employee", "manager"):
+            for instance_id in instance_ids:
+                for _ in range(_RETRIES):
+                    try:
+                        won += approve(ex, instance_id, actor, amount=1)
+                        break
+                    except ConcurrentSubmitError:
+                        retries += 1
+        results.put((worker, (won, retries)))
+    except BaseException as exc:
+        results.put((worker, f"error: {exc!r}"))
+    finally:
+        engine.dispose()
+
+
+__all__ = ["drive_instances", "race_one_task"]

@@ -1,0 +1,45 @@
+"""Repository configuration and error translation on a real database."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, ctx, executor, flow_engine, migrate, raw_row
+
+from flow.workflow import ConcurrentSubmitError
+from flow_sqla import RepositoryError, SqlStateRepository, sql_workflow
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def test_database_errors_surface_as_repository_error_with_the_cause(engine: sa.Engine) -> None:
+    ex = executor(engine)  # tables were never created
+    with pytest.raises(RepositoryError, match="no-table") as caught:
+        ex.claim_task("oa", ctx("no-table", "employee"))
+    assert isinstance(caught.value.__cause__, sa.exc.DBAPIError)
+    assert not isinstance(caught.value, ConcurrentSubmitError)
+
+
+def test_custom_auditor_fills_creator_and_updater(db: sa.Engine) -> None:
+    repo = SqlStateRepository(db, auditor=lambda c: f"user:{c.get('actor')}")
+    ex = sql_workflow(db, flow_engine())
+    ex.state_repository = repo
+    approve(ex, "aud-1", "employee", amount=1)
+    snap = repo.load_snapshot("aud-1")
+    assert snap is not None and (snap.creator, snap.updater) == ("user:employee",) * 2
+
+
+def test_process_cache_follows_this_processes_commits(db: sa.Engine) -> None:
+    ex = executor(db, cache="process")
+    approve(ex, "pc-1", "employee", amount=1)
+    assert approve(ex, "pc-1", "manager")
+    assert ex.claim_task("oa", ctx("pc-1", "manager")) is None
+    assert raw_row(db, "pc-1")["states"]["oa:manager"] == 1002  # type: ignore[index]
+
+
+def test_unknown_cache_mode_is_rejected(db: sa.Engine) -> None:
+    with pytest.raises(ValueError, match="cache"):
+        SqlStateRepository(db, cache="everything")  # type: ignore[arg-type]

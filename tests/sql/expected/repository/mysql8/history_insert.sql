@@ -1,0 +1,1 @@
+INSERT INTO bpm_flow_task (flow_ins_id, proc_def_id, task_id, source_node_code, source_node_name, source_node_type, target_node_code, target_node_name, target_node_type, assignee, status, form_id, variables, message, creator, create_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
