@@ -1,0 +1,210 @@
+"""An expense-approval service: FastAPI + flow + flow_sqla, one transaction per request.
+
+Run it (from the repository root)::
+
+    pip install uvicorn
+    export FLOW_DATABASE_URL=sqlite:///approvals.sqlite   # any SQLAlchemy URL
+    uvicorn --factory examples.fastapi_app.app:create_app
+
+Endpoints: ``POST /expenses`` (the employee files one; header ``X-Actor``), ``GET
+/expenses/{id}``, ``GET /expenses/{id}/tasks``, ``POST /expenses/{id}/decisions``
+(``approve`` / ``send_back`` / ``reject`` with a message) and ``GET /expenses/{id}/history``.
+
+Each request that changes something gets one connection from ``engine.begin()`` (the
+``transaction`` dependency). The connection goes into ``FlowContext.of(id, connection=conn)``,
+so the flow's state change, its history row and this app's own ``expense`` row commit
+together, or roll back together when the request fails. ``scope="function"`` commits before
+the response is sent, so a client never sees success for a write that did not commit.
+
+Who is calling comes from the ``X-Actor`` header — a stand-in for real authentication.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from flow import FlowContext, FlowEngine, Graph
+from flow.workflow import ActorStateController, TaskAction, TaskState, WorkflowExecutor
+from flow_sqla import TaskHistoryRecorder, migrations, sql_workflow
+
+GRAPH_FILE = Path(__file__).resolve().parent.parent / "oa.yml"
+DEFAULT_URL = "sqlite:///fastapi-demo.sqlite"
+DECISIONS: dict[str, TaskAction] = {
+    "approve": TaskAction.FORWARD,
+    "send_back": TaskAction.BACK,
+    "reject": TaskAction.TERMINATE,
+}
+
+metadata = sa.MetaData()
+expense = sa.Table(  # the app's own business table, written in the same transaction
+    "expense",
+    metadata,
+    sa.Column("instance_id", sa.String(64), primary_key=True),
+    sa.Column("purpose", sa.String(200), nullable=False),
+    sa.Column("amount", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+)
+
+
+class NewExpense(BaseModel):
+    purpose: str = Field(min_length=1, max_length=200)
+    amount: int = Field(gt=0)
+
+
+class Decision(BaseModel):
+    decision: Literal["approve", "send_back", "reject"]
+    message: str | None = None
+
+
+class TaskOut(BaseModel):
+    node: str
+    title: str | None
+    actor: str | None
+
+
+class ExpenseOut(BaseModel):
+    id: str
+    purpose: str
+    amount: int
+    status: str
+    tasks: list[TaskOut]
+
+
+class HistoryOut(BaseModel):
+    task: str
+    result: str
+    by: str
+    next: str
+    message: str | None
+
+
+def transaction(request: Request) -> Iterator[sa.Connection]:
+    """One transaction per request: commits when the endpoint returns, rolls back on error."""
+    engine: sa.Engine = request.app.state.engine
+    with engine.begin() as conn:
+        yield conn
+
+
+Conn = Annotated[sa.Connection, Depends(transaction, scope="function")]
+Actor = Annotated[str, Header(alias="X-Actor")]
+
+
+def create_app(database_url: str | None = None) -> FastAPI:
+    """The service on ``database_url`` (default ``$FLOW_DATABASE_URL``, else a SQLite file).
+
+    Creates the flow tables (flow_sqla's migrations) and the ``expense`` table at startup;
+    a real deployment runs ``alembic upgrade head`` in its release step instead.
+    """
+    engine = sa.create_engine(database_url or os.environ.get("FLOW_DATABASE_URL", DEFAULT_URL))
+    migrations.upgrade(engine)
+    metadata.create_all(engine)
+    graph = Graph.from_file(GRAPH_FILE, strict=True)
+    workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
+    history = TaskHistoryRecorder(engine)
+
+    app = FastAPI(title="Expense approvals")
+    app.state.engine = engine
+
+    @app.post("/expenses", status_code=201)
+    def submit_expense(body: NewExpense, actor: Actor, conn: Conn) -> ExpenseOut:
+        """The employee files an expense: the flow starts and their own task is submitted."""
+        instance_id = f"exp-{uuid.uuid4().hex[:12]}"
+        conn.execute(
+            expense.insert().values(
+                instance_id=instance_id, purpose=body.purpose, amount=body.amount, status="pending"
+            )
+        )
+        ctx = FlowContext.of(instance_id, {"amount": body.amount}, connection=conn)
+        ctx.put("actor", actor)
+        task = workflow.claim_task(graph, ctx)
+        if task is None:
+            raise HTTPException(403, f"{actor!r} cannot file an expense")
+        workflow.submit_task(task, TaskAction.FORWARD, ctx, message=body.purpose)
+        return _expense_out(conn, workflow, graph, instance_id)
+
+    @app.get("/expenses/{instance_id}")
+    def get_expense(instance_id: str, conn: Conn) -> ExpenseOut:
+        """The expense with the tasks it waits on (empty once approved or rejected)."""
+        return _expense_out(conn, workflow, graph, instance_id)
+
+    @app.get("/expenses/{instance_id}/tasks")
+    def get_tasks(instance_id: str, conn: Conn) -> list[TaskOut]:
+        """Who has to act now: the tasks the expense waits on."""
+        return _expense_out(conn, workflow, graph, instance_id).tasks
+
+    @app.post("/expenses/{instance_id}/decisions")
+    def decide(instance_id: str, body: Decision, actor: Actor, conn: Conn) -> ExpenseOut:
+        """Approve, send back or reject the task ``actor`` is responsible for, with a message."""
+        _expense_row(conn, instance_id)
+        ctx = FlowContext.of(instance_id, connection=conn)
+        ctx.put("actor", actor)
+        task = workflow.claim_task(graph, ctx)
+        if task is None or task.state != TaskState.WAITING:
+            raise HTTPException(409, f"nothing of {instance_id} waits for {actor!r}")
+        action = DECISIONS[body.decision]
+        if not workflow.submit_task_if_waiting(task, action, ctx, message=body.message):
+            raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
+        status = {"send_back": "sent back", "reject": "rejected"}.get(body.decision)
+        if status is None:
+            status = "pending" if _open_tasks(conn, workflow, graph, instance_id) else "approved"
+        conn.execute(
+            expense.update().where(expense.c.instance_id == instance_id).values(status=status)
+        )
+        return _expense_out(conn, workflow, graph, instance_id)
+
+    @app.get("/expenses/{instance_id}/history")
+    def get_history(instance_id: str, conn: Conn) -> list[HistoryOut]:
+        """The audit trail, oldest first."""
+        _expense_row(conn, instance_id)
+        return [
+            HistoryOut(
+                task=entry.source_node_id,
+                result=entry.status.name.lower(),
+                by=entry.assignee,
+                next=entry.target_node_id,
+                message=entry.message,
+            )
+            for entry in history.history(instance_id)
+        ]
+
+    return app
+
+
+def _expense_row(conn: sa.Connection, instance_id: str) -> sa.RowMapping:
+    row = (
+        conn.execute(sa.select(expense).where(expense.c.instance_id == instance_id))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise HTTPException(404, f"no expense {instance_id!r}")
+    return row
+
+
+def _open_tasks(
+    conn: sa.Connection, workflow: WorkflowExecutor, graph: Graph, instance_id: str
+) -> list[TaskOut]:
+    ctx = FlowContext.of(instance_id, connection=conn)  # no actor: only looks
+    return [
+        TaskOut(node=t.node_id, title=t.node.title, actor=t.node.meta_as_str("actor"))
+        for t in workflow.find_next_tasks(graph, ctx)
+        if t.state in (TaskState.WAITING, TaskState.UNKNOWN)
+    ]
+
+
+def _expense_out(
+    conn: sa.Connection, workflow: WorkflowExecutor, graph: Graph, instance_id: str
+) -> ExpenseOut:
+    row: Any = _expense_row(conn, instance_id)
+    tasks = [] if row.status == "rejected" else _open_tasks(conn, workflow, graph, instance_id)
+    return ExpenseOut(
+        id=instance_id, purpose=row.purpose, amount=row.amount, status=row.status, tasks=tasks
+    )

@@ -1,0 +1,127 @@
+"""The example service: file an expense, approve / send back / reject it, read its history —
+each request one transaction covering the flow state, its history and the app's own row."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+EMPLOYEE = {"X-Actor": "employee"}
+MANAGER = {"X-Actor": "manager"}
+DIRECTOR = {"X-Actor": "director"}
+
+
+def file_expense(client: TestClient, amount: int, purpose: str = "Taxi") -> dict[str, object]:
+    response = client.post(
+        "/expenses", json={"purpose": purpose, "amount": amount}, headers=EMPLOYEE
+    )
+    assert response.status_code == 201, response.text
+    body: dict[str, object] = response.json()
+    return body
+
+
+def test_a_small_expense_waits_for_the_manager(client: TestClient) -> None:
+    body = file_expense(client, 120)
+    assert body["status"] == "pending"
+    assert body["tasks"] == [{"node": "manager", "title": "Manager approval", "actor": "manager"}]
+
+
+def test_tasks_lists_who_has_to_act(client: TestClient) -> None:
+    expense_id = file_expense(client, 120)["id"]
+    tasks = client.get(f"/expenses/{expense_id}/tasks")
+    assert tasks.status_code == 200
+    assert tasks.json() == [{"node": "manager", "title": "Manager approval", "actor": "manager"}]
+
+
+def test_a_large_expense_waits_for_the_director(client: TestClient) -> None:
+    body = file_expense(client, 8000)
+    assert body["tasks"] == [
+        {"node": "director", "title": "Director approval", "actor": "director"}
+    ]
+
+
+def test_approval_finishes_the_expense_and_is_in_the_history(client: TestClient) -> None:
+    expense_id = file_expense(client, 120)["id"]
+    decided = client.post(
+        f"/expenses/{expense_id}/decisions",
+        json={"decision": "approve", "message": "fine"},
+        headers=MANAGER,
+    )
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["status"] == "approved"
+    assert decided.json()["tasks"] == []
+    history = client.get(f"/expenses/{expense_id}/history").json()
+    assert history == [
+        {
+            "task": "apply",
+            "result": "completed",
+            "by": "employee",
+            "next": "manager",
+            "message": "Taxi",
+        },
+        {
+            "task": "manager",
+            "result": "completed",
+            "by": "manager",
+            "next": "end",
+            "message": "fine",
+        },
+    ]
+
+
+def test_sent_back_expense_returns_to_the_employee_and_can_be_resubmitted(
+    client: TestClient,
+) -> None:
+    expense_id = file_expense(client, 9000)["id"]
+    back = client.post(
+        f"/expenses/{expense_id}/decisions",
+        json={"decision": "send_back", "message": "invoice?"},
+        headers=DIRECTOR,
+    )
+    assert back.json()["status"] == "sent back"
+    assert back.json()["tasks"] == [{"node": "apply", "title": "Apply", "actor": "employee"}]
+    again = client.post(
+        f"/expenses/{expense_id}/decisions",
+        json={"decision": "approve", "message": "attached"},
+        headers=EMPLOYEE,
+    )
+    assert again.json()["status"] == "pending"
+    assert again.json()["tasks"][0]["node"] == "director"
+    results = [h["result"] for h in client.get(f"/expenses/{expense_id}/history").json()]
+    assert results == ["completed", "waiting", "completed"]
+
+
+def test_rejection_terminates_the_flow(client: TestClient) -> None:
+    expense_id = file_expense(client, 300)["id"]
+    rejected = client.post(
+        f"/expenses/{expense_id}/decisions", json={"decision": "reject"}, headers=MANAGER
+    )
+    assert rejected.json()["status"] == "rejected"
+    assert client.get(f"/expenses/{expense_id}/history").json()[-1]["result"] == "terminated"
+
+
+def test_the_wrong_actor_gets_409_and_nothing_changes(client: TestClient) -> None:
+    expense_id = file_expense(client, 300)["id"]
+    refused = client.post(
+        f"/expenses/{expense_id}/decisions", json={"decision": "approve"}, headers=DIRECTOR
+    )
+    assert refused.status_code == 409
+    assert len(client.get(f"/expenses/{expense_id}/history").json()) == 1
+    assert client.get(f"/expenses/{expense_id}").json()["status"] == "pending"
+
+
+def test_unknown_expense_is_404(client: TestClient) -> None:
+    assert client.get("/expenses/nope").status_code == 404
+    assert client.get("/expenses/nope/history").status_code == 404
+
+
+def test_a_failed_request_leaves_no_flow_row_behind(client: TestClient) -> None:
+    response = client.post(
+        "/expenses", json={"purpose": "Taxi", "amount": 120}, headers={"X-Actor": "manager"}
+    )
+    assert response.status_code == 403
+    engine: sa.Engine = client.app.state.engine  # type: ignore[attr-defined]
+    with engine.connect() as conn:
+        flow_rows = conn.exec_driver_sql("SELECT COUNT(*) FROM bpm_flow_repository").scalar()
+        expense_rows = conn.exec_driver_sql("SELECT COUNT(*) FROM expense").scalar()
+    assert (flow_rows, expense_rows) == (0, 0)

@@ -1,0 +1,28 @@
+"""The quick start of docs/getting-started.md: run it from the repository root.
+
+    .venv/bin/python examples/quickstart.py
+
+It creates ``app.sqlite`` in the current directory. Run it again and nothing changes: the
+employee's task is done, so ``claim_task`` returns ``None`` and ``submit_task_if_waiting``
+returns ``False`` — the same history is printed.
+"""
+
+import sqlalchemy as sa
+
+from flow import FlowContext, FlowEngine, Graph
+from flow.workflow import ActorStateController, TaskAction
+from flow_sqla import TaskHistoryRecorder, migrations, sql_workflow
+
+engine = sa.create_engine("sqlite:///app.sqlite")  # your application's engine
+migrations.upgrade(engine)  # once, at deploy time (or: alembic upgrade head)
+graph = Graph.from_file("examples/oa.yml")
+workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
+
+with engine.begin() as conn:  # your transaction: your rows, the flow state and its history
+    ctx = FlowContext.of("expense-42", {"amount": 120}, connection=conn)
+    ctx.put("actor", "employee")  # who is acting (from your authentication)
+    task = workflow.claim_task(graph, ctx)  # the employee's task, now waiting
+    workflow.submit_task_if_waiting(task, TaskAction.FORWARD, ctx, message="Taxi to the airport")
+
+for entry in TaskHistoryRecorder(engine).history("expense-42"):
+    print(entry.source_node_id, "->", entry.target_node_id, entry.assignee, entry.message)

@@ -1,0 +1,84 @@
+"""The ``flow`` command line: a demo, graph checks and pictures, and instances in a database.
+
+``main()`` is the console script. Every failure is printed as one line
+(``flow: error: ...``) with exit code 1 (2 for bad usage); ``--debug`` shows the traceback
+instead. Database libraries are imported only by the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from flow.cli._errors import CliError, one_line
+from flow.cli._parser import Parser, debug_option
+
+__all__ = ["CliError", "main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> Parser:
+    """The parser with every command registered (one module per command group)."""
+    from flow.cli._demo import add_commands as add_demo
+    from flow.cli._graphs import add_commands as add_graphs
+    from flow.cli._instances import add_commands as add_instances
+    from flow.cli._tasks import add_commands as add_tasks
+
+    parser = Parser(
+        prog="flow",
+        description="Run the approval demo, check and draw graphs, and drive flow instances "
+        "stored in a database.",
+        epilog="Run 'flow COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", default=False, help="show the full traceback of an error"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+    parents = [debug_option()]
+    for add_commands in (add_demo, add_graphs, add_tasks, add_instances):
+        add_commands(commands, parents)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    try:
+        args = build_parser().parse_args(args_list)
+        handler: Handler = args.handler
+        return handler(args)
+    except CliError as exc:
+        if debug:
+            raise
+        _fail(one_line(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return 130
+    except BrokenPipeError:  # e.g. `flow history X | head`
+        return 0
+    except Exception as exc:
+        if debug:
+            raise
+        _fail(_describe(exc))
+        return 1
+
+
+def _describe(exc: Exception) -> str:
+    from flow.errors import FlowError
+
+    if isinstance(exc, FlowError):
+        return one_line(exc)
+    if type(exc).__module__.startswith("sqlalchemy."):
+        from flow.cli._database import driver_message
+
+        return f"database error: {driver_message(exc)}"
+    return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for the traceback)"
+
+
+def _fail(message: str) -> None:
+    print(f"flow: error: {message}", file=sys.stderr)

@@ -1,0 +1,80 @@
+"""Which database a command uses, and opening it with failures turned into one clear line.
+
+SQLAlchemy is imported here lazily: ``import flow`` and ``flow validate`` never load it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flow.cli._errors import CliError, one_line
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+ENV_VAR = "FLOW_DATABASE_URL"
+DEMO_DIR = Path("flow-demo")
+DEMO_DB = DEMO_DIR / "flow.sqlite"
+
+
+def database_url(option: str | None) -> str:
+    """``--db`` if given, else ``$FLOW_DATABASE_URL``, else the demo's SQLite file."""
+    return option or os.environ.get(ENV_VAR) or default_url()
+
+
+def default_url() -> str:
+    return f"sqlite:///{DEMO_DB.as_posix()}"
+
+
+def is_default(url: str) -> bool:
+    return url == default_url()
+
+
+def shown(url: str) -> str:
+    """``url`` as it may be printed: the password hidden."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is reported by open_engine
+        return url
+
+
+def open_engine(url: str) -> Engine:
+    """An engine for ``url`` that has answered one round trip.
+
+    Raises :class:`CliError` (one line) for a malformed URL, a missing driver, or a server or
+    file that cannot be reached.
+    """
+    import sqlalchemy
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+    try:
+        engine = sqlalchemy.create_engine(url)
+    except (ArgumentError, ValueError) as exc:
+        raise CliError(f"bad database URL {shown(url)!r}: {one_line(exc)}") from exc
+    except NoSuchModuleError as exc:
+        raise CliError(f"no SQLAlchemy dialect for {shown(url)!r}: {one_line(exc)}") from exc
+    except ImportError as exc:
+        raise CliError(f"the database driver for {shown(url)!r} is not installed: {exc}") from exc
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        raise CliError(f"cannot connect to {shown(url)}: {driver_message(exc)}") from exc
+    return engine
+
+
+def driver_message(exc: BaseException) -> str:
+    """The driver's own message for a SQLAlchemy error, without SQL text or doc links."""
+    orig = getattr(exc, "orig", None)
+    if orig is not None:
+        args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+        if len(args) >= 2 and isinstance(args[0], int):  # MySQL drivers: (code, message)
+            return f"({args[0]}) {args[1]}"
+        return one_line(orig)
+    text = one_line(exc)
+    return text.split(" (Background on this error")[0]

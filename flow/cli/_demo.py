@@ -1,0 +1,196 @@
+"""``flow demo``: the expense approval (``oa.yml``) moved through its steps in a database.
+
+Five instances, each a short story: a small amount the manager approves, a large one for the
+director, one sent back and resubmitted, one terminated and one left waiting for the manager,
+whose picture is written to ``flow-demo/``. Each run uses fresh instance ids, so the demo can be run
+again on the same database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flow.cli._database import DEMO_DIR, shown
+from flow.cli._errors import CliError
+from flow.cli._parser import Parser, db_option
+from flow.cli._table import format_table
+from flow.graph import Graph
+from flow.workflow.states import TaskAction
+
+if TYPE_CHECKING:
+    from flow.cli._session import Session
+
+FORWARD, BACK, TERMINATE = TaskAction.FORWARD, TaskAction.BACK, TaskAction.TERMINATE
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    actor: str
+    action: TaskAction
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Story:
+    key: str
+    purpose: str
+    amount: int
+    note: str
+    steps: tuple[Step, ...]
+
+
+STORIES = (
+    Story(
+        key="taxi",
+        purpose="Taxi to the airport",
+        amount=120,
+        note="a small amount: the manager approves",
+        steps=(
+            Step(actor="employee", action=FORWARD, message="Taxi to the airport, receipt attached"),
+            Step(actor="manager", action=FORWARD, message="Approved"),
+        ),
+    ),
+    Story(
+        key="laptop",
+        purpose="New laptop",
+        amount=8000,
+        note="5000 and more: the director approves",
+        steps=(
+            Step(actor="employee", action=FORWARD, message="Laptop for the new designer"),
+            Step(actor="director", action=FORWARD, message="Approved, within budget"),
+        ),
+    ),
+    Story(
+        key="conference",
+        purpose="Conference trip",
+        amount=6500,
+        note="sent back, resubmitted, approved",
+        steps=(
+            Step(actor="employee", action=FORWARD, message="Trip to PyCon"),
+            Step(actor="director", action=BACK, message="Please attach the hotel invoice"),
+            Step(actor="employee", action=FORWARD, message="Hotel invoice attached"),
+            Step(actor="director", action=FORWARD, message="Approved"),
+        ),
+    ),
+    Story(
+        key="gadget",
+        purpose="Desk gadget",
+        amount=300,
+        note="terminated by the manager",
+        steps=(
+            Step(actor="employee", action=FORWARD, message="A desk gadget"),
+            Step(actor="manager", action=TERMINATE, message="Not a business expense"),
+        ),
+    ),
+    Story(
+        key="training",
+        purpose="SQL training course",
+        amount=2000,
+        note="submitted, now waiting for the manager",
+        steps=(Step(actor="employee", action=FORWARD, message="SQL training course"),),
+    ),
+)
+HISTORY_STORY = "conference"
+PICTURE_STORY = "training"
+
+
+def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
+    demo = commands.add_parser(
+        "demo",
+        parents=[*parents, db_option()],
+        help="run the expense approval demo end to end",
+        description="Create the flow tables if needed, then move five instances of the "
+        "expense approval (graph 'oa') through their steps as different actors, print each "
+        "step, the audit trail of one instance and the list of instances, and write a picture "
+        "of one instance (Mermaid .mmd, plus .svg when Graphviz is installed).",
+    )
+    demo.add_argument(
+        "--out",
+        metavar="DIR",
+        default=str(DEMO_DIR),
+        help=f"where to write the pictures (default: {DEMO_DIR})",
+    )
+    demo.set_defaults(handler=run_demo)
+
+
+def demo_graph_text() -> str:
+    """The text of the demo graph shipped inside the package (``flow/cli/oa.yml``)."""
+    return resources.files("flow.cli").joinpath("oa.yml").read_text(encoding="utf-8")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from flow.cli._session import Session
+
+    graph = Graph.from_text(demo_graph_text(), strict=True)
+    run = uuid.uuid4().hex[:6]
+    with Session.open(args.db, migrate=True) as session:
+        print(f"flow demo: {graph.title!r} (graph {graph.id!r}) in {shown(session.url)}")
+        print(f"tables are migrated; this run's instances are {graph.id}-{run}-*")
+        for number, story in enumerate(STORIES, start=1):
+            print()
+            play(session, graph, f"{graph.id}-{run}-{story.key}", story, number)
+        history_id = f"{graph.id}-{run}-{HISTORY_STORY}"
+        print(f"\nHistory of {history_id} (flow history {history_id}):")
+        print(_indent(_history(session, history_id)))
+        picture_id = f"{graph.id}-{run}-{PICTURE_STORY}"
+        written = write_pictures(session, picture_id, Path(args.out))
+    print(f"\nPicture of {picture_id}, where it stands: {' and '.join(map(str, written))}")
+    print("\nTry next:")
+    print("  flow instances")
+    print(f"  flow render --instance {picture_id}")
+    print(f"  flow history {picture_id}")
+    print(f"  flow submit {picture_id} manager forward --actor manager -m Approved")
+    return 0
+
+
+def play(session: Session, graph: Graph, instance_id: str, story: Story, number: int) -> None:
+    """Start ``instance_id`` and run ``story``'s steps, printing one table row per step."""
+    data = {"amount": story.amount, "purpose": story.purpose}
+    print(f"{number}. {instance_id}: {story.purpose}, amount {story.amount} ({story.note})")
+    session.start(graph, instance_id, data, story.steps[0].actor)
+    rows = []
+    for step in story.steps:
+        node = session.claim(instance_id, graph, step.actor)
+        if node is None:
+            where = session.standing(instance_id, graph).describe()
+            raise CliError(f"demo: {step.actor} has no task in {instance_id} (at: {where})")
+        session.submit(
+            instance_id, graph, node, step.action, actor=step.actor, message=step.message
+        )
+        then = session.standing(instance_id, graph).describe()
+        action = step.action.name.lower()
+        rows.append((step.actor, node.title or node.id, action, step.message, then))
+    print(_indent(format_table(("by", "task", "action", "message", "then"), rows)))
+
+
+def _history(session: Session, instance_id: str) -> str:
+    from flow.cli._instances import history_table
+
+    return history_table(session.history(instance_id))
+
+
+def write_pictures(session: Session, instance_id: str, out_dir: Path) -> list[Path]:
+    """``<instance>.mmd`` always, ``<instance>.svg`` too when Graphviz is installed."""
+    from flow.cli._graphs import dot_program, render_graph, write_output
+
+    graph, states = session.picture_states(instance_id, None)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
+    written = [out_dir / f"{instance_id}.mmd"]
+    write_output(written[0], render_graph(graph, states, "mermaid"))
+    if dot_program() is not None:
+        written.append(out_dir / f"{instance_id}.svg")
+        write_output(written[1], render_graph(graph, states, "svg"))
+    return written
+
+
+def _indent(text: str) -> str:
+    return "\n".join("   " + line for line in text.splitlines())

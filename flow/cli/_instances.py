@@ -1,0 +1,125 @@
+"""``flow history``, ``flow instances`` and ``flow migrate``: look at a flow database."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from flow.cli._errors import one_line
+from flow.cli._parser import Parser, db_option
+from flow.cli._table import format_table
+
+STATUS_WORDS = {0: "restarted", 1001: "sent back", 1002: "completed", 1003: "terminated"}
+
+
+def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
+    common = [*parents, db_option()]
+    history = commands.add_parser(
+        "history",
+        parents=common,
+        help="the audit trail of an instance",
+        description="Every submitted task of INSTANCE, oldest first: when, which node, what "
+        "became of it, who acted, where the flow went and the message.",
+    )
+    history.add_argument("instance", metavar="INSTANCE", help="instance id")
+    history.set_defaults(handler=run_history)
+
+    instances = commands.add_parser(
+        "instances",
+        parents=common,
+        help="list instances and where each stands",
+        description="The most recently updated instances with their graph, the tasks each "
+        "waits on (or how it ended) and the time of the last update.",
+    )
+    instances.add_argument(
+        "--limit", type=positive, default=50, metavar="N", help="show at most N (default 50)"
+    )
+    instances.set_defaults(handler=run_instances)
+
+    migrate = commands.add_parser(
+        "migrate",
+        parents=common,
+        help="create or upgrade the flow tables",
+        description="Apply flow_sqla's migrations up to head (the same as 'alembic upgrade "
+        "head' in the repository), creating bpm_flow_repository and bpm_flow_task.",
+    )
+    migrate.set_defaults(handler=run_migrate)
+
+
+def positive(text: str) -> int:
+    """An integer of at least 1 (an argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from flow.cli._session import Session
+
+    with Session.open(args.db) as session:
+        entries = session.history(args.instance)
+    if not entries:
+        print(f"{args.instance}: no task submitted yet")
+        return 0
+    print(history_table(entries))
+    return 0
+
+
+def history_table(entries: Sequence[Any]) -> str:
+    """History entries (``flow_sqla.HistoryEntry``) as an aligned table, oldest first."""
+    rows = [
+        (
+            i,
+            when(e.created_at),
+            e.source_node_id,
+            STATUS_WORDS.get(int(e.status), str(e.status)) if e.status is not None else None,
+            e.assignee or None,
+            e.target_node_id,
+            e.message,
+        )
+        for i, e in enumerate(entries, start=1)
+    ]
+    return format_table(("#", "when (UTC)", "task", "result", "by", "next", "message"), rows)
+
+
+def run_instances(args: argparse.Namespace) -> int:
+    from flow import codec
+    from flow.cli._session import Session, graph_from_json, standing_of
+
+    with Session.open(args.db) as session:
+        rows = session.rows(args.limit)
+    if not rows:
+        print("no instances yet (try 'flow demo')")
+        return 0
+    table = []
+    for row in rows:
+        instance_id = row["instant_id"]
+        try:
+            graph = graph_from_json(row["graph"], instance_id)
+            data = codec.decode(row["vars"] or {})
+            where = standing_of(graph, row["states"] or {}, data).describe()
+            graph_id = graph.id
+        except Exception as exc:  # one broken row must not hide the others
+            where, graph_id = f"unreadable: {one_line(exc)}", "?"
+        table.append((instance_id, graph_id, where, when(row["update_time"])))
+    print(format_table(("instance", "graph", "current tasks", "updated (UTC)"), table, max_cell=60))
+    return 0
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from flow.cli._database import shown
+    from flow.cli._session import Session
+
+    with Session.open(args.db, migrate=True) as session:
+        print(f"{shown(session.url)}: flow tables at the newest revision")
+    return 0
+
+
+def when(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else None

@@ -1,0 +1,43 @@
+"""The argument parser shared by every command: one-line usage errors, common options."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from flow.cli._errors import CliError
+
+DB_HELP = (
+    "database URL (SQLAlchemy form, e.g. mysql+pymysql://user@host/db); default: "
+    "$FLOW_DATABASE_URL, else the demo's SQLite file flow-demo/flow.sqlite"
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line naming the help to read."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')", exit_code=2)
+
+
+def debug_option() -> Parser:
+    """A parent parser adding ``--debug`` to a command (tracebacks instead of one-liners)."""
+    parent = Parser(add_help=False)
+    parent.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the full traceback of an error",
+    )
+    return parent
+
+
+def db_option() -> Parser:
+    """A parent parser adding ``--db URL`` to the commands that use a database."""
+    parent = Parser(add_help=False)
+    parent.add_argument("--db", metavar="URL", help=DB_HELP)
+    return parent
+
+
+def actor_option(parent: Parser, help: str) -> None:
+    parent.add_argument("--actor", metavar="A", help=help)

@@ -1,0 +1,383 @@
+"""One command's view of a flow database: instances, their graphs, tasks and history.
+
+Every write goes through ``flow_sqla.sql_workflow`` inside one ``engine.begin()`` transaction
+(the connection is put in the context), so a failed command leaves no trace. Reads that only
+*look* at an instance (its current tasks, its picture) walk the graph over an in-memory copy
+of the stored states and never write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flow.cli._database import (
+    DEMO_DB,
+    DEMO_DIR,
+    ENV_VAR,
+    database_url,
+    driver_message,
+    is_default,
+    open_engine,
+    shown,
+)
+from flow.cli._errors import CliError
+from flow.context import FlowContext
+from flow.graph import Graph, Node
+from flow.workflow.controllers import (
+    ActorStateController,
+    BlockStateController,
+    StateController,
+)
+from flow.workflow.repository import state_key
+from flow.workflow.states import TaskAction, TaskState
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from flow.workflow import WorkflowExecutor
+    from flow_sqla import HistoryEntry, Snapshot, SqlStateRepository
+
+ACTOR_KEY = "actor"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pending:
+    """A task an instance waits on: its node and the actor it waits for (if the graph says)."""
+
+    node: Node
+    state: TaskState
+
+    @property
+    def actor(self) -> str | None:
+        return self.node.meta_as_str(ACTOR_KEY)
+
+    def describe(self) -> str:
+        """``manager (Manager approval, for manager)``: node id, title, and who may act."""
+        details = [self.node.title] if self.node.title and self.node.title != self.node.id else []
+        if self.actor:
+            details.append(f"for {self.actor}")
+        return f"{self.node.id} ({', '.join(details)})" if details else self.node.id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Standing:
+    """Where an instance stands: its pending tasks, or how it ended."""
+
+    pending: tuple[Pending, ...]
+    terminated: tuple[Node, ...]
+    finished: bool
+
+    def describe(self) -> str:
+        if self.terminated:
+            return "terminated at " + ", ".join(n.id for n in self.terminated)
+        if self.pending:
+            return ", ".join(p.describe() for p in self.pending)
+        return "finished" if self.finished else "no open task"
+
+
+def controller_for(graph: Graph) -> StateController:
+    """Actor-based when any node names an ``actor`` in its meta, else every activity blocks."""
+    if any(ACTOR_KEY in node.meta for node in graph.nodes.values()):
+        return ActorStateController(ACTOR_KEY)
+    return BlockStateController()
+
+
+class Session:
+    """An open database plus the flow_sqla objects a command needs."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        from flow_sqla import FlowTables, SqlStateRepository, TaskHistoryRecorder
+
+        self.engine = engine
+        self.url = url
+        self.tables = FlowTables()
+        self.repository: SqlStateRepository = SqlStateRepository(engine, self.tables)
+        self.recorder = TaskHistoryRecorder(engine, self.tables)
+
+    @classmethod
+    @contextmanager
+    def open(cls, db_option: str | None, *, migrate: bool = False) -> Iterator[Session]:
+        """Connect to the command's database (see ``--db``); ``migrate`` upgrades it to head,
+        otherwise a database without the flow tables is a clear error."""
+        url = database_url(db_option)
+        if is_default(url) and not DEMO_DB.exists():
+            if not migrate:
+                raise CliError(
+                    f"no database yet: {DEMO_DB} does not exist; run 'flow demo' first, "
+                    f"or give --db URL (or set {ENV_VAR})"
+                )
+            DEMO_DIR.mkdir(parents=True, exist_ok=True)
+        engine = open_engine(url)
+        try:
+            if migrate:
+                upgrade(engine, url)
+            else:
+                require_tables(engine, url)
+            yield cls(engine, url)
+        finally:
+            engine.dispose()
+
+    # -- instances ----------------------------------------------------------------------
+    def snapshot(self, instance_id: str) -> Snapshot:
+        """The stored row of ``instance_id``; an unknown id is a :class:`CliError`."""
+        found = self.repository.load_snapshot(instance_id)
+        if found is None:
+            raise CliError(f"no instance {instance_id!r} in {shown(self.url)}")
+        return found
+
+    def exists(self, instance_id: str) -> bool:
+        return self.repository.load_snapshot(instance_id) is not None
+
+    def graph_of(self, snapshot: Snapshot, override: Graph | None = None) -> Graph:
+        """The graph stored with the instance (or ``override``, which must have the same id)."""
+        if override is not None:
+            stored_id = _graph_id(snapshot.graph_json)
+            if stored_id is not None and stored_id != override.id:
+                raise CliError(
+                    f"instance {snapshot.instance_id!r} runs graph {stored_id!r}, "
+                    f"not {override.id!r}"
+                )
+            return override
+        return graph_from_json(snapshot.graph_json, snapshot.instance_id)
+
+    def executor(self, graph: Graph) -> WorkflowExecutor:
+        from flow.engine import FlowEngine
+        from flow_sqla import sql_workflow
+
+        return sql_workflow(
+            self.engine, FlowEngine(), state_controller=controller_for(graph), tables=self.tables
+        )
+
+    def standing(self, instance_id: str, graph: Graph | None = None) -> Standing:
+        snap = self.snapshot(instance_id)
+        return standing_of(self.graph_of(snap, graph), snap.states, snap.vars)
+
+    def picture_states(self, instance_id: str, graph: Graph | None) -> tuple[Graph, dict[str, int]]:
+        """The graph of ``instance_id`` and node id -> state code for drawing it.
+
+        Pending tasks not yet claimed are drawn as waiting: that is where the instance stands.
+        """
+        snap = self.snapshot(instance_id)
+        graph = self.graph_of(snap, graph)
+        states = node_states(graph, snap.states)
+        for pending in standing_of(graph, snap.states, snap.vars).pending:
+            states.setdefault(pending.node.id, int(TaskState.WAITING))
+        return graph, states
+
+    def history(self, instance_id: str) -> list[HistoryEntry]:
+        self.snapshot(instance_id)
+        return self.recorder.history(instance_id)
+
+    def rows(self, limit: int) -> list[Mapping[str, Any]]:
+        """The newest ``limit`` instance rows (id, graph, states, vars, update_time)."""
+        import sqlalchemy as sa
+
+        t = self.tables.repository
+        query = (
+            sa.select(t.c.instant_id, t.c.graph, t.c.states, t.c.vars, t.c.update_time)
+            .order_by(t.c.update_time.desc(), t.c.id.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    # -- operations ----------------------------------------------------------------------
+    @contextmanager
+    def context(
+        self, instance_id: str, *, data: Mapping[str, Any] | None = None, actor: str | None = None
+    ) -> Iterator[FlowContext]:
+        """A context for ``instance_id`` inside one transaction (stored vars restored)."""
+        with self.engine.begin() as conn:
+            if data is None:
+                ctx = self.repository.restore_context(instance_id, connection=conn)
+            else:
+                ctx = FlowContext.of(instance_id, data, connection=conn)
+            ctx.put(ACTOR_KEY, actor)
+            yield ctx
+
+    def start(
+        self, graph: Graph, instance_id: str, data: Mapping[str, Any], actor: str | None
+    ) -> None:
+        """Store a new instance of ``graph`` with ``data`` and claim its first task."""
+        if self.exists(instance_id):
+            raise CliError(f"instance {instance_id!r} already exists in {shown(self.url)}")
+        executor = self.executor(graph)
+        with self.context(instance_id, data=data, actor=actor) as ctx:
+            self.repository.save_snapshot(ctx, graph)
+            executor.claim_task(graph, ctx)
+
+    def claim(self, instance_id: str, graph: Graph, actor: str | None) -> Node | None:
+        """Claim the task ``actor`` may work on; its node, or ``None`` when there is none."""
+        executor = self.executor(graph)
+        with self.context(instance_id, actor=actor) as ctx:
+            task = executor.claim_task(graph, ctx)
+            if task is None or task.state != TaskState.WAITING:
+                return None
+            return task.node
+
+    def submit(
+        self,
+        instance_id: str,
+        graph: Graph,
+        node: Node,
+        action: TaskAction,
+        *,
+        actor: str | None,
+        message: str | None,
+    ) -> None:
+        """Submit ``action`` on ``node`` as ``actor`` in one transaction.
+
+        FORWARD, BACK and TERMINATE act on the task ``actor`` can claim, and only while it
+        waits; the jumps and RESTART take ``node`` as their target.
+        """
+        executor = self.executor(graph)
+        with self.context(instance_id, actor=actor) as ctx:
+            if action in (TaskAction.FORWARD_JUMP, TaskAction.BACK_JUMP, TaskAction.RESTART):
+                executor.submit_task_at(graph, node, action, ctx, message=message)
+                return
+            task = executor.claim_task(graph, ctx)
+            if task is None or task.node_id != node.id or task.state != TaskState.WAITING:
+                raise CliError(self._not_claimable(instance_id, graph, node, actor))
+            if not executor.submit_task_if_waiting(task, action, ctx, message=message):
+                raise CliError(f"task {node.id!r} of instance {instance_id!r} is no longer waiting")
+
+    def _not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
+        snap = self.snapshot(instance_id)
+        where = standing_of(graph, snap.states, snap.vars).describe()
+        who = f"actor {actor!r}" if actor else "no actor (give --actor)"
+        return (
+            f"node {node.id!r} of instance {instance_id!r} is not a waiting task for {who}; "
+            f"the instance stands at: {where}"
+        )
+
+
+# -- helpers without a database ---------------------------------------------------------------
+
+
+def graph_from_json(data: Any, instance_id: str) -> Graph:
+    """The graph stored in an instance row (a dict, or JSON text from older writers)."""
+    from flow.errors import GraphDefinitionError
+
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise CliError(f"instance {instance_id!r}: its stored graph is not JSON") from exc
+    if not isinstance(data, Mapping):
+        raise CliError(
+            f"instance {instance_id!r} has no stored graph; give the graph file with --graph"
+        )
+    try:
+        return Graph.from_dict(data)
+    except GraphDefinitionError as exc:
+        raise CliError(f"instance {instance_id!r}: its stored graph is broken: {exc}") from exc
+
+
+def _graph_id(data: Any) -> str | None:
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return None
+    return str(data.get("id")) if isinstance(data, Mapping) and data.get("id") else None
+
+
+def node_states(graph: Graph, states: Mapping[str, Any]) -> dict[str, int]:
+    """Row states (``"graphId:nodeId" -> code``) as node id -> code for ``graph``'s nodes."""
+    prefix = f"{graph.id}:"
+    result: dict[str, int] = {}
+    for key, code in states.items():
+        if key.startswith(prefix) and key[len(prefix) :] in graph.nodes:
+            result[key[len(prefix) :]] = int(code)
+    return result
+
+
+class _CopyRepository:
+    """A throwaway in-memory copy of one instance's states: walks over it write nothing."""
+
+    def __init__(self, states: Mapping[str, Any], data: Mapping[str, Any]) -> None:
+        self._states = {key: TaskState.of(int(code)) for key, code in states.items()}
+        self._vars = dict(data)
+
+    def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
+        return self._vars
+
+    def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
+        return self._states.get(state_key(node), TaskState.UNKNOWN)
+
+    def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
+        self._states[state_key(node)] = state
+
+    def state_remove(self, ctx: FlowContext, node: Node) -> None:
+        self._states.pop(state_key(node), None)
+
+    def state_clear(self, ctx: FlowContext) -> None:
+        self._states.clear()
+
+
+def standing_of(graph: Graph, states: Mapping[str, Any], data: Mapping[str, Any]) -> Standing:
+    """Where an instance with these stored ``states`` and vars stands, computed in memory."""
+    from flow.engine import FlowEngine
+    from flow.workflow import WorkflowExecutor
+
+    by_node = node_states(graph, states)
+    terminated = tuple(
+        graph.nodes[n] for n, code in by_node.items() if code == TaskState.TERMINATED
+    )
+    repo = _CopyRepository(states, data)
+    executor = WorkflowExecutor(FlowEngine(), controller_for(graph), repo)
+    ctx = FlowContext.of("(view)", data)
+    tasks = executor.find_next_tasks(graph, ctx)
+    pending = tuple(
+        Pending(node=t.node, state=t.state)
+        for t in tasks
+        if t.state in (TaskState.WAITING, TaskState.UNKNOWN) and t.node.graph.id == graph.id
+    )
+    record = ctx.last_record
+    return Standing(
+        pending=pending,
+        terminated=terminated,
+        finished=record is not None and record.is_end,
+    )
+
+
+def upgrade(engine: Engine, url: str) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from flow_sqla import migrations
+
+    try:
+        migrations.upgrade(engine)
+    except SQLAlchemyError as exc:
+        raise CliError(f"cannot migrate {shown(url)}: {driver_message(exc)}") from exc
+
+
+def require_tables(engine: Engine, url: str) -> None:
+    """A clear error when the database was never migrated (no flow tables yet)."""
+    from flow_sqla import migrations
+
+    if migrations.current(engine) is None:
+        raise CliError(
+            f"{shown(url)} has no flow tables yet; create them with "
+            f"'flow migrate --db URL' (or 'alembic upgrade head')"
+        )
+
+
+def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:
+    """``k=v`` pairs as context data; values are JSON when they parse (``5``, ``true``,
+    ``"x"``, ``[1,2]``), else text."""
+    data: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--var wants KEY=VALUE, got {pair!r}", exit_code=2)
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw
+        data[key.strip()] = value
+    return data

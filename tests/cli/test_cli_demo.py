@@ -1,0 +1,85 @@
+"""``flow demo``: one command shows an approval flow move, its audit trail and its picture."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from cli_support import REPO, Flow
+
+STEP_MESSAGES = (
+    "Taxi to the airport, receipt attached",
+    "Approved, within budget",
+    "Please attach the hotel invoice",
+    "Hotel invoice attached",
+    "Not a business expense",
+    "SQL training course",
+)
+
+
+def run_id(out: str) -> str:
+    found = re.search(r"this run's instances are (oa-[0-9a-f]+)-\*", out)
+    assert found, out
+    return found.group(1)
+
+
+def test_demo_graph_is_the_example_graph() -> None:
+    shipped = (REPO / "flow" / "cli" / "oa.yml").read_text(encoding="utf-8")
+    assert shipped == (REPO / "examples" / "oa.yml").read_text(encoding="utf-8")
+
+
+def test_demo_prints_every_step_history_and_writes_a_picture(
+    flow: Flow, tmp_path: Path, db_url: str
+) -> None:
+    result = flow("demo", "--db", db_url)
+    assert result.code == 0, result.err
+    assert result.err == ""
+    for message in STEP_MESSAGES:
+        assert message in result.out
+    assert "terminated at manager" in result.out
+    assert "manager (Manager approval, for manager)" in result.out
+    run = run_id(result.out)
+    history = result.out.split(f"History of {run}-conference")[1]
+    assert re.search(r"2 .* director +sent back +director +apply +Please attach", history)
+    assert re.search(r"4 .* director +completed +director +end +Approved", history)
+    picture = tmp_path / "flow-demo" / f"{run}-training.mmd"
+    assert picture.exists()
+    assert "class n_manager waiting" in picture.read_text(encoding="utf-8")
+    assert str(Path("flow-demo") / f"{run}-training.mmd") in result.out
+
+
+def test_demo_uses_the_sqlite_file_in_flow_demo_by_default(flow: Flow, tmp_path: Path) -> None:
+    result = flow("demo")
+    assert result.code == 0, result.err
+    assert "sqlite:///flow-demo/flow.sqlite" in result.out
+    assert (tmp_path / "flow-demo" / "flow.sqlite").exists()
+
+
+def test_demo_can_run_again_on_the_same_database(flow: Flow) -> None:
+    first = flow("demo")
+    second = flow("demo")
+    assert second.code == 0, second.err
+    assert run_id(first.out) != run_id(second.out)
+    listed = flow("instances")
+    assert listed.code == 0, listed.err
+    assert listed.out.count("-training ") == 2
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_demo_writes_an_svg_when_graphviz_is_installed(flow: Flow, tmp_path: Path) -> None:
+    result = flow("demo", "--out", "pictures")
+    assert result.code == 0, result.err
+    svgs = list((tmp_path / "pictures").glob("*.svg"))
+    assert len(svgs) == 1
+    assert ET.parse(svgs[0]).getroot().tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_demo_honours_flow_database_url(flow: Flow, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'from-env.sqlite'}"
+    result = flow("demo", env={"FLOW_DATABASE_URL": url})
+    assert result.code == 0, result.err
+    assert (tmp_path / "from-env.sqlite").exists()
+    assert not (tmp_path / "flow-demo" / "flow.sqlite").exists()

@@ -1,0 +1,100 @@
+"""``flow validate`` and ``flow render`` as a user runs them: real console script, real files."""
+
+from __future__ import annotations
+
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from cli_support import REPO, Flow, single_error_line
+
+GRAPHS = Path(__file__).parent / "graphs"
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+OA = REPO / "flow" / "cli" / "oa.yml"
+
+
+def test_validate_accepts_the_demo_graph(flow: Flow) -> None:
+    result = flow("validate", str(OA))
+    assert result.code == 0
+    assert f"{OA}: ok (graph 'oa', 6 nodes)" in result.out
+
+
+def test_validate_reports_bad_yaml_with_line_and_column(flow: Flow) -> None:
+    result = flow("validate", str(GRAPHS / "bad_yaml.yml"))
+    assert result.code == 1
+    assert f"{GRAPHS / 'bad_yaml.yml'}:5:5: error: Graph text does not parse" in result.out
+
+
+def test_validate_reports_duplicate_node_ids(flow: Flow) -> None:
+    result = flow("validate", str(GRAPHS / "duplicate_ids.yml"))
+    assert result.code == 1
+    assert "error: node 'a': node id defined 2 times" in result.out
+
+
+def test_validate_reports_a_dangling_link_with_its_node(flow: Flow) -> None:
+    result = flow("validate", str(GRAPHS / "dangling_link.yml"))
+    assert result.code == 1
+    assert "error: node 'a', link a -> nowhere: link to unknown node 'nowhere'" in result.out
+
+
+def test_validate_prints_warnings_but_exits_zero(flow: Flow) -> None:
+    result = flow("validate", str(GRAPHS / "warnings_only.yml"))
+    assert result.code == 0
+    assert "warning: node 'a': unknown type 'aprove', treated as activity" in result.out
+    assert "warning: node 'orphan': node is unreachable" in result.out
+    assert "0 errors, 2 warnings" in result.out
+
+
+def test_validate_checks_every_file_and_fails_if_any_has_an_error(flow: Flow) -> None:
+    result = flow("validate", str(OA), str(GRAPHS / "dangling_link.yml"), "missing.yml")
+    assert result.code == 1
+    assert ": ok (graph 'oa'" in result.out
+    assert "link to unknown node 'nowhere'" in result.out
+    assert "missing.yml: error: cannot read graph file" in result.out
+    assert "3 files checked: 2 errors, 0 warnings" in result.out
+
+
+def test_render_mermaid_matches_snapshot(flow: Flow) -> None:
+    result = flow("render", str(OA))
+    assert result.code == 0, result.err
+    assert result.out == (SNAPSHOTS / "oa.mmd").read_text(encoding="utf-8")
+
+
+def test_render_dot_matches_snapshot(flow: Flow) -> None:
+    result = flow("render", str(OA), "--format", "dot")
+    assert result.code == 0, result.err
+    assert result.out == (SNAPSHOTS / "oa.dot").read_text(encoding="utf-8")
+
+
+def test_render_picks_the_format_from_the_output_suffix(flow: Flow, tmp_path: Path) -> None:
+    result = flow("render", str(OA), "-o", "picture.dot")
+    assert result.code == 0, result.err
+    written = (tmp_path / "picture.dot").read_text(encoding="utf-8")
+    assert written == (SNAPSHOTS / "oa.dot").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_render_svg_is_valid_xml(flow: Flow, tmp_path: Path) -> None:
+    result = flow("render", str(OA), "-o", "oa.svg")
+    assert result.code == 0, result.err
+    root = ET.parse(tmp_path / "oa.svg").getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert "Manager approval" in (tmp_path / "oa.svg").read_text(encoding="utf-8")
+
+
+def test_render_svg_without_graphviz_is_one_clear_line(flow: Flow, tmp_path: Path) -> None:
+    result = flow("render", str(OA), "--format", "svg", env={"PATH": str(tmp_path)})
+    line = single_error_line(result)
+    assert "needs Graphviz's `dot` program" in line
+
+
+def test_render_of_a_broken_graph_file_is_one_line(flow: Flow) -> None:
+    line = single_error_line(flow("render", str(GRAPHS / "bad_yaml.yml")))
+    assert "bad_yaml.yml" in line and "line 5" in line
+
+
+def test_render_needs_a_graph_or_an_instance(flow: Flow) -> None:
+    result = flow("render")
+    assert result.code == 2
+    assert "give a GRAPH file, or --instance ID" in single_error_line(result)

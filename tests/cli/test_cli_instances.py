@@ -1,0 +1,153 @@
+"""start / claim / submit / history / instances / render --instance against a real database,
+and the one-line errors a user gets when something is wrong."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from cli_support import REPO, Flow, single_error_line
+
+OA = str(REPO / "examples" / "oa.yml")
+
+
+def start(flow: Flow, db: str, instance: str, amount: int) -> None:
+    result = flow(
+        "start",
+        OA,
+        "--instance",
+        instance,
+        "--var",
+        f"amount={amount}",
+        "--actor",
+        "employee",
+        "--db",
+        db,
+    )
+    assert result.code == 0, result.err
+    assert f"started {instance} (graph 'oa')" in result.out
+    assert "waiting on: apply (Apply, for employee)" in result.out
+
+
+def test_a_large_amount_goes_to_the_director_and_is_recorded(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "exp-1", 9000)
+    submitted = flow("submit", "exp-1", "apply", "forward", "-m", "new monitor", "--db", migrated)
+    assert submitted.code == 0, submitted.err
+    assert "exp-1 now: director (Director approval, for director)" in submitted.out
+    claimed = flow("claim", "exp-1", "--actor", "director", "--db", migrated)
+    assert claimed.code == 0, claimed.err
+    assert "claimed director (Director approval) of exp-1" in claimed.out
+    approved = flow(
+        "submit",
+        "exp-1",
+        "director",
+        "FORWARD",
+        "--actor",
+        "director",
+        "-m",
+        "ok",
+        "--db",
+        migrated,
+    )
+    assert approved.code == 0, approved.err
+    assert "exp-1 now: finished" in approved.out
+    history = flow("history", "exp-1", "--db", migrated)
+    assert history.code == 0, history.err
+    rows = history.out.strip().splitlines()[2:]
+    assert len(rows) == 2
+    assert re.search(r"^1 .* apply +completed +employee +director +new monitor$", rows[0])
+    assert re.search(r"^2 .* director +completed +director +end +ok$", rows[1])
+
+
+def test_instances_lists_where_each_instance_stands(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "small-1", 100)
+    start(flow, migrated, "small-2", 200)
+    flow("submit", "small-2", "apply", "forward", "--db", migrated)
+    flow("submit", "small-2", "manager", "terminate", "-m", "no", "--db", migrated)
+    listed = flow("instances", "--db", migrated)
+    assert listed.code == 0, listed.err
+    lines = {line.split()[0]: line for line in listed.out.splitlines()[2:]}
+    assert "apply (Apply, for employee)" in lines["small-1"]
+    assert "terminated at manager" in lines["small-2"]
+
+
+def test_send_back_returns_the_task_to_the_employee(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "back-1", 300)
+    flow("submit", "back-1", "apply", "forward", "--db", migrated)
+    back = flow("submit", "back-1", "manager", "back", "-m", "receipt?", "--db", migrated)
+    assert back.code == 0, back.err
+    assert "back-1 now: apply (Apply, for employee)" in back.out
+
+
+def test_render_instance_colours_the_waiting_task(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "pic-1", 300)
+    flow("submit", "pic-1", "apply", "forward", "--db", migrated)
+    result = flow("render", "--instance", "pic-1", "--db", migrated)
+    assert result.code == 0, result.err
+    assert "class n_manager waiting" in result.out
+    assert "class n_apply,n_amount completed" in result.out
+
+
+def test_submit_by_the_wrong_actor_is_refused_in_one_line(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "who-1", 300)
+    result = flow("submit", "who-1", "apply", "forward", "--actor", "manager", "--db", migrated)
+    line = single_error_line(result)
+    assert "not a waiting task for actor 'manager'" in line
+    assert "apply (Apply, for employee)" in line
+
+
+def test_unknown_instance_is_one_line(flow: Flow, migrated: str) -> None:
+    for command in (("history", "nope"), ("claim", "nope"), ("submit", "nope", "a", "forward")):
+        line = single_error_line(flow(*command, "--db", migrated))
+        assert "no instance 'nope'" in line
+
+
+def test_unknown_node_is_one_line(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "node-1", 300)
+    line = single_error_line(flow("submit", "node-1", "boss", "forward", "--db", migrated))
+    assert "Node not found: 'boss' in graph 'oa'" in line
+
+
+def test_starting_an_existing_instance_is_refused(flow: Flow, migrated: str) -> None:
+    start(flow, migrated, "twice", 300)
+    result = flow("start", OA, "--instance", "twice", "--db", migrated)
+    assert "instance 'twice' already exists" in single_error_line(result)
+
+
+def test_bad_action_lists_the_valid_ones(flow: Flow) -> None:
+    result = flow("submit", "x", "apply", "approve")
+    assert result.code == 2
+    line = single_error_line(result)
+    assert "invalid action 'approve'" in line
+    assert "forward, forward_jump, terminate, restart" in line
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["mysql+pymysql://nobody@127.0.0.1:1/x", "sqlite:////nonexistent/directory/flow.sqlite"],
+)
+def test_unreachable_database_is_one_line(flow: Flow, url: str) -> None:
+    line = single_error_line(flow("instances", "--db", url))
+    assert line.startswith("flow: error: cannot connect to ")
+
+
+def test_a_database_without_tables_says_how_to_create_them(flow: Flow, db_url: str) -> None:
+    line = single_error_line(flow("history", "x", "--db", db_url))
+    assert "has no flow tables yet" in line and "flow migrate" in line
+
+
+def test_no_demo_database_yet_says_to_run_the_demo(flow: Flow) -> None:
+    line = single_error_line(flow("instances"))
+    assert "run 'flow demo' first" in line
+
+
+def test_bad_var_is_a_usage_error(flow: Flow, migrated: str) -> None:
+    result = flow("start", OA, "--var", "amount", "--db", migrated)
+    assert result.code == 2
+    assert "--var wants KEY=VALUE" in single_error_line(result)
+
+
+def test_debug_shows_the_traceback(flow: Flow) -> None:
+    result = flow("--debug", "instances", "--db", "sqlite:////nonexistent/directory/x.sqlite")
+    assert result.code != 0
+    assert "Traceback" in result.err
