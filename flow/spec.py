@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
@@ -34,6 +34,15 @@ class LoadNotes:
     duplicate_ids: list[str] = field(default_factory=list)
     unknown_types: dict[str, str] = field(default_factory=dict)
     from_text: bool = False  # loaded from a document: export writes "link: []" (see flow.export)
+
+
+class NodeOptions(TypedDict, total=False):
+    """Keyword options of ``GraphSpec.add_*``: ``title``, ``meta``, ``when``, ``task``."""
+
+    title: str | None
+    meta: Mapping[str, Any] | None
+    when: Any
+    task: Any
 
 
 class LinkSpec:
@@ -126,29 +135,26 @@ class GraphSpec:
         self.nodes[spec.id] = spec
         return spec
 
-    def _add(self, id: str, type: NodeType, **kw: Any) -> NodeSpec:
-        return self.add_node(NodeSpec(id, type, **kw))
+    def add_start(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.START, **options))
 
-    def add_start(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.START, **kw)
+    def add_end(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.END, **options))
 
-    def add_end(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.END, **kw)
+    def add_activity(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.ACTIVITY, **options))
 
-    def add_activity(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.ACTIVITY, **kw)
+    def add_exclusive(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.EXCLUSIVE, **options))
 
-    def add_exclusive(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.EXCLUSIVE, **kw)
+    def add_inclusive(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.INCLUSIVE, **options))
 
-    def add_inclusive(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.INCLUSIVE, **kw)
+    def add_parallel(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.PARALLEL, **options))
 
-    def add_parallel(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.PARALLEL, **kw)
-
-    def add_loop(self, id: str, **kw: Any) -> NodeSpec:
-        return self._add(id, NodeType.LOOP, **kw)
+    def add_loop(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
+        return self.add_node(NodeSpec(id, NodeType.LOOP, **options))
 
     def remove_node(self, id: str) -> None:
         if self.nodes.pop(id, None) is None:
