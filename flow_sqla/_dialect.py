@@ -99,6 +99,18 @@ class DialectOps:
             index_elements=["instant_id"], set_={c: ins.excluded[c] for c in update_columns}
         )
 
+    def update_row(self, key: Any, values: Mapping[str, Any]) -> Executable:
+        """UPDATE ``values`` of the row whose ``instant_id`` is ``key`` (a literal or a bound
+        parameter not named after a column). Plain SQL on every dialect; the repository uses it
+        for a row it holds locked, where it is cheaper than the upsert (no duplicate-key path).
+        Raises :class:`RepositoryError` if ``id``, ``instant_id`` or an unknown column is given.
+        """
+        self._check_columns({"instant_id": key, **values}, ())
+        if "instant_id" in values:
+            raise RepositoryError("The instant_id of a row is never updated")
+        table = self._table
+        return sa.update(table).where(table.c.instant_id == key).values(dict(values))
+
     def ensure_row(self, row: Mapping[str, Any]) -> Executable:
         """INSERT ``row`` unless a row with its ``instant_id`` exists; never changes one.
 

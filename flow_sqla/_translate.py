@@ -7,8 +7,8 @@ other database error a :class:`~flow_sqla.errors.RepositoryError` with the cause
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from types import TracebackType
 
 import sqlalchemy as sa
 
@@ -29,13 +29,31 @@ def translate(ops: DialectOps, exc: sa.exc.SQLAlchemyError, instance_id: str | N
     )
 
 
-@contextmanager
-def translating(ops: DialectOps, instance_id: str | None) -> Iterator[None]:
+class _Translating:
+    """The context manager of :func:`translating` (a class: it runs for every operation)."""
+
+    __slots__ = ("_instance_id", "_ops")
+
+    def __init__(self, ops: DialectOps, instance_id: str | None) -> None:
+        self._ops = ops
+        self._instance_id = instance_id
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if isinstance(exc, sa.exc.SQLAlchemyError):
+            raise translate(self._ops, exc, self._instance_id) from exc
+
+
+def translating(ops: DialectOps, instance_id: str | None) -> AbstractContextManager[None]:
     """Translate every SQLAlchemy exception raised in the block."""
-    try:
-        yield
-    except sa.exc.SQLAlchemyError as exc:
-        raise translate(ops, exc, instance_id) from exc
+    return _Translating(ops, instance_id)
 
 
 __all__ = ["translate", "translating"]

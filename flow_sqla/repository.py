@@ -39,8 +39,14 @@ _INTENT_KEY = "WorkflowIntent"
 _BASE_COLUMNS = ("states", "vars", "updater", "update_time")
 _UPSERT_COLUMNS = ("instant_id", *_BASE_COLUMNS, "creator", "create_time")
 _ABSENT_COLUMNS = ("instant_id", "creator", "create_time", "updater", "update_time")
+#: The name the UPDATE binds the instance id under (a column's own name is reserved there).
+_ROW_KEY = "row_key"
+#: Stored codes to states (unknown codes read as UNKNOWN, like ``TaskState.of``).
+_STATES: dict[int, TaskState] = {state.value: state for state in TaskState}
 #: Instances remembered to have a row (saves the insert-if-absent statement).
 KNOWN_ROWS_CAPACITY = 100_000
+#: Graph documents kept for the flush that stores an instance's graph.
+GRAPH_DOCS_CAPACITY = 256
 #: Rows kept across operations in ``cache="process"`` mode.
 PROCESS_CACHE_CAPACITY = 10_000
 
@@ -133,6 +139,8 @@ class SqlStateRepository:
         self._local = threading.local()
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[bool, Executable] = {}
+        self._updates: dict[bool, Executable] = {}
+        self._graph_docs: dict[int, tuple[Graph, dict[str, Any]]] = {}
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -216,6 +224,11 @@ class SqlStateRepository:
         if cache and self._cache is not None:
             self._cache.put(op.instance_id, op.final)
 
+    def _op(self, instance_id: str) -> _Operation | None:
+        """The operation running on ``instance_id`` in this thread, if any."""
+        ops: dict[str, _Operation] | None = getattr(self._local, "ops", None)
+        return None if ops is None else ops.get(instance_id)
+
     def _ops(self) -> dict[str, _Operation]:
         ops: dict[str, _Operation] | None = getattr(self._local, "ops", None)
         if ops is None:
@@ -225,7 +238,14 @@ class SqlStateRepository:
     # -- reading and writing the row ----------------------------------------------------
     def _locking_read(self, ctx: FlowContext, conn: Connection) -> StoredRow:
         instance_id = ctx.instance_id
-        known = instance_id in self._known
+        if self._dialect.row_locks and instance_id in self._known:
+            # Only the SELECT runs: it binds the id alone.
+            row = self._fetch(
+                conn, self._locking_statements(True), instance_id, {"instant_id": instance_id}
+            )
+            if row is not None:
+                return parse_row(instance_id, row)
+            self._known.pop(instance_id)
         now, who = utc_now(), self._who(ctx)
         params = {
             "instant_id": instance_id,
@@ -234,10 +254,7 @@ class SqlStateRepository:
             "updater": who,
             "update_time": now,
         }
-        row = self._fetch(conn, self._locking_statements(known), instance_id, params)
-        if row is None and known:
-            self._known.pop(instance_id)
-            row = self._fetch(conn, self._locking_statements(False), instance_id, params)
+        row = self._fetch(conn, self._locking_statements(False), instance_id, params)
         if row is None:
             raise RepositoryError("The instance row could not be read", instance_id=instance_id)
         return parse_row(instance_id, row)
@@ -265,6 +282,16 @@ class SqlStateRepository:
             self._upserts[with_graph] = stmt
         return stmt
 
+    def _update_statement(self, with_graph: bool) -> Executable:
+        """The flush of a row this operation holds locked: a plain UPDATE by ``row_key``."""
+        stmt = self._updates.get(with_graph)
+        if stmt is None:
+            columns = (*_BASE_COLUMNS, "graph") if with_graph else _BASE_COLUMNS
+            key = sa.bindparam(_ROW_KEY, type_=self.tables.repository.c.instant_id.type)
+            values = {name: self._bind(name) for name in columns}
+            stmt = self._updates[with_graph] = self._dialect.update_row(key, values)
+        return stmt
+
     def _bind(self, name: str) -> sa.BindParameter[Any]:
         return sa.bindparam(name, type_=self.tables.repository.c[name].type)
 
@@ -287,7 +314,11 @@ class SqlStateRepository:
         return None if row is None else row._mapping
 
     def _flush(self, ctx: FlowContext, op: _Operation) -> None:
-        """Write the operation's changes with one upsert — or nothing when nothing changed."""
+        """Write the operation's changes with one statement — or nothing when nothing changed.
+
+        A row held locked is known to exist: a plain UPDATE. An unlocked one (a claim served
+        from the process cache) may have gone meanwhile: the upsert recreates it.
+        """
         encoded = self._vars.encode(op.instance_id, ctx.data)
         base = op.base
         new_vars = encoded if op.replace_vars else {**base.vars, **encoded}
@@ -296,22 +327,40 @@ class SqlStateRepository:
         if not changed:
             op.final = base
             return
-        now, who = utc_now(), self._who(ctx)
+        states = dict(op.states)
         row: dict[str, Any] = {
-            "instant_id": op.instance_id,
-            "states": dict(op.states),
+            "states": states,
             "vars": new_vars,
-            "updater": who,
-            "update_time": now,
-            "creator": who,
-            "create_time": now,
+            "updater": self._who(ctx),
+            "update_time": utc_now(),
         }
         if write_graph and op.graph is not None:
-            row["graph"] = op.graph.to_dict()
-        op.conn.execute(self._upsert_statement("graph" in row), row)
-        op.final = StoredRow(
-            states=row["states"], vars=new_vars, has_graph=base.has_graph or write_graph
-        )
+            row["graph"] = self._graph_doc(op.graph)
+        with_graph = "graph" in row
+        if not op.locked or not self._update(op, row, with_graph):
+            row["instant_id"] = op.instance_id
+            row["creator"] = row["updater"]
+            row["create_time"] = row["update_time"]
+            op.conn.execute(self._upsert_statement(with_graph), row)
+        op.final = StoredRow(states=states, vars=new_vars, has_graph=base.has_graph or write_graph)
+
+    def _update(self, op: _Operation, row: dict[str, Any], with_graph: bool) -> bool:
+        """UPDATE the locked row; false when no row matched (deleted inside this very
+        transaction by the caller's own code), so the upsert recreates it."""
+        params = {**row, _ROW_KEY: op.instance_id}
+        result = op.conn.execute(self._update_statement(with_graph), params)
+        return bool(result.rowcount)
+
+    def _graph_doc(self, graph: Graph) -> dict[str, Any]:
+        """``graph.to_dict()``, built once per graph object (graphs are immutable)."""
+        cached = self._graph_docs.get(id(graph))
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        if len(self._graph_docs) >= GRAPH_DOCS_CAPACITY:
+            self._graph_docs.clear()
+        doc = graph.to_dict()
+        self._graph_docs[id(graph)] = (graph, doc)
+        return doc
 
     def _who(self, ctx: FlowContext) -> str | None:
         who = self._auditor(ctx)
@@ -324,30 +373,33 @@ class SqlStateRepository:
     def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
         """The stored variables the context does not hold yet (context values win over
         stored ones), decoded. Raises :class:`SnapshotError` for undecodable vars."""
-        op = self._ops().get(ctx.instance_id)
+        op = self._op(ctx.instance_id)
+        stored: dict[str, Any] | None
         if op is None:
             stored = self._vars.decode(ctx.instance_id, self._read_row(ctx).vars)
         else:
-            op.note_graph(ctx, node)
-            if op.stored_vars is None:
-                op.stored_vars = self._vars.decode(op.instance_id, op.base.vars)
+            if op.graph is None:
+                op.note_graph(ctx, node)
             stored = op.stored_vars
+            if stored is None:
+                stored = op.stored_vars = self._vars.decode(op.instance_id, op.base.vars)
         if not stored:
             return None
         data = ctx.data
         return {key: value for key, value in stored.items() if key not in data}
 
     def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
-        op = self._ops().get(ctx.instance_id)
+        op = self._op(ctx.instance_id)
         if op is None:
             code = self._read_row(ctx).states.get(state_key(node))
         else:
-            op.note_graph(ctx, node)
+            if op.graph is None:
+                op.note_graph(ctx, node)
             code = op.states.get(state_key(node))
-        return TaskState.UNKNOWN if code is None else TaskState.of(code)
+        return TaskState.UNKNOWN if code is None else _STATES.get(code, TaskState.UNKNOWN)
 
     def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
-        op = self._ops().get(ctx.instance_id)
+        op = self._op(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_put(ctx, node, state)
@@ -357,7 +409,7 @@ class SqlStateRepository:
         op.states[state_key(node)] = int(state)
 
     def state_remove(self, ctx: FlowContext, node: Node) -> None:
-        op = self._ops().get(ctx.instance_id)
+        op = self._op(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_remove(ctx, node)
@@ -367,7 +419,7 @@ class SqlStateRepository:
         op.states.pop(state_key(node), None)
 
     def state_clear(self, ctx: FlowContext) -> None:
-        op = self._ops().get(ctx.instance_id)
+        op = self._op(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_clear(ctx)

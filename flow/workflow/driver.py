@@ -44,6 +44,9 @@ class WorkflowDriver(FlowDriver):
         self.controller = controller
         self.repository = repository
         self.dry_run = dry_run
+        #: False once a node handled since it was last set True was not COMPLETED (the executor
+        #: uses it to tell a walk that only passed completed nodes, so ran no task code).
+        self.only_completed = True
 
     # -- callbacks ---------------------------------------------------------------------
     def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
@@ -73,6 +76,8 @@ class WorkflowDriver(FlowDriver):
         ctx = exchanger.context
         intent = current_intent(ctx) or WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
         state = self.repository.state_get(ctx, node)
+        if state != TaskState.COMPLETED:
+            self.only_completed = False
         if self.controller.is_auto_forward(ctx, node):
             self._auto(exchanger, intent, node, state)
         else:

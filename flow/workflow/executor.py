@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from flow.workflow.task import Task
 
 _ASSIGNEE_KEYS = ("actor",)
+#: States of a task that is the current one (a record's target) rather than one passed.
+_CURRENT_STATES = (TaskState.WAITING, TaskState.UNKNOWN)
 
 
 class WorkflowExecutor:
@@ -171,11 +173,12 @@ class WorkflowExecutor:
             saved_exchanger = ctx.exchanger
             try:
                 with ctx.scoped(INTENT_KEY, WorkflowIntent(graph, IntentType.SUBMIT_TASK)):
-                    self._submit_do(graph, node, action, ctx)
+                    current = self._submit_do(graph, node, action, ctx)
             finally:
                 ctx.exchanger = saved_exchanger
             if self.recorder is not None:
-                self.recorder.record(ctx, self._record(graph, node, action, ctx, message))
+                record = self._record(graph, node, action, ctx, message, current)
+                self.recorder.record(ctx, record)
         return True
 
     def _still_waiting(self, node: Node, ctx: FlowContext) -> bool:
@@ -184,11 +187,15 @@ class WorkflowExecutor:
         ) == TaskState.WAITING and self.state_controller.is_operatable(ctx, node)
 
     # -- actions -----------------------------------------------------------------------
-    def _submit_do(self, graph: Graph, node: Node, action: TaskAction, ctx: FlowContext) -> None:
+    def _submit_do(
+        self, graph: Graph, node: Node, action: TaskAction, ctx: FlowContext
+    ) -> Node | None:
+        """Apply ``action``; returns the task current afterwards when the action's last step
+        already found it (a forward ending with a find walk), else ``None``."""
         exchanger = FlowExchanger(graph, self.engine, self._driver(graph), ctx)
         if action == TaskAction.FORWARD:
-            self._forward(graph, node, exchanger)
-        elif action == TaskAction.BACK:
+            return self._forward(graph, node, exchanger)
+        if action == TaskAction.BACK:
             self._back(node, ctx, set())
         elif action in (TaskAction.FORWARD_JUMP, TaskAction.BACK_JUMP):
             self._jump(graph, node, exchanger, forward=action == TaskAction.FORWARD_JUMP)
@@ -196,11 +203,17 @@ class WorkflowExecutor:
             self.state_repository.state_clear(ctx)
         else:
             self.state_repository.state_put(ctx, node, action.target_state)
+        return None
 
-    def _forward(self, graph: Graph, node: Node, exchanger: FlowExchanger) -> None:
+    def _forward(self, graph: Graph, node: Node, exchanger: FlowExchanger) -> Node | None:
         """Run the node's task code, complete it, then let automatic successors run: a
         gateway successor is resolved to the task found beyond it (stop if TERMINATED); an
-        automatic one triggers a walk from the start with the resume walk switched off."""
+        automatic one triggers a walk from the start with the resume walk switched off.
+
+        Returns the task current afterwards when the last step already shows it (else
+        ``None``): the WAITING/UNKNOWN task of a final find walk, or the root END node of a
+        final walk that reached it passing completed nodes only (no task code ran, so the
+        record's dry walk would take the same path and end there too)."""
         ctx = exchanger.context
         exchanger.reverting = False
         try:
@@ -210,18 +223,27 @@ class WorkflowExecutor:
         except Exception as exc:
             raise TaskError(node.graph.id, node.id) from exc
         self.state_repository.state_put(ctx, node, TaskState.COMPLETED)
+        current: Node | None = None
         for next_node in node.next_nodes:
+            current = None
             target: Node | None = next_node
             if next_node.type.is_gateway:
                 found = self._walk(graph, ctx, IntentType.FIND_TASK).task
                 if found is not None and found.state == TaskState.TERMINATED:
                     break
                 target = None if found is None else found.node
+                if found is not None and found.state in _CURRENT_STATES:
+                    current = found.node
             if target is not None and self.state_controller.is_auto_forward(ctx, target):
                 exchanger.record_clear()
                 walker = exchanger.copy(target.graph)
                 walker.reverting = False
+                driver = exchanger.driver
+                if isinstance(driver, WorkflowDriver):
+                    driver.only_completed = True
                 self.engine.eval_exchanger(target.graph, walker)
+                current = _end_reached(graph, target, driver, ctx)
+        return current
 
     def _back(self, node: Node, ctx: FlowContext, visited: set[Node]) -> None:
         """Remove the node's state and its predecessors' (through gateways, recursively)."""
@@ -265,13 +287,16 @@ class WorkflowExecutor:
         action: TaskAction,
         ctx: FlowContext,
         message: str | None,
+        current: Node | None = None,
     ) -> TaskRecord:
+        """The history record of a submit; ``current`` is the task found current by the
+        submit itself (its target), else a dry walk finds it."""
         return TaskRecord(
             instance_id=ctx.instance_id,
             graph_id=graph.id,
             task_id=node.id,
             source=node,
-            target=self._record_target(graph, node, ctx),
+            target=current if current is not None else self._record_target(graph, node, ctx),
             action=action,
             state=action.target_state,
             assignee=self._assignee(ctx, node),
@@ -295,7 +320,7 @@ class WorkflowExecutor:
             connection=ctx.connection,
         )
         task = self._walk(graph, probe, IntentType.FIND_TASK, driver).task
-        if task is not None and task.state in (TaskState.WAITING, TaskState.UNKNOWN):
+        if task is not None and task.state in _CURRENT_STATES:
             return task.node
         record = probe.last_record
         if record is not None and record.graph_id == graph.id:
@@ -325,6 +350,18 @@ def _checked_action(action: TaskAction | int, graph: Graph, node: Node) -> TaskA
     if checked == TaskAction.UNKNOWN:
         raise InvalidActionError(action, graph_id=graph.id, node_id=node.id)
     return checked
+
+
+def _end_reached(graph: Graph, target: Node, driver: object, ctx: FlowContext) -> Node | None:
+    """The END node of ``graph`` when the walk just run from ``target``'s graph (the root)
+    passed completed nodes only and its last record is that END node, else ``None``."""
+    if target.graph is not graph or not isinstance(driver, WorkflowDriver):
+        return None
+    record = ctx.last_record
+    if not driver.only_completed or record is None or record.graph_id != graph.id:
+        return None
+    reached = graph.get_node(record.id)
+    return reached if reached is not None and reached.type == NodeType.END else None
 
 
 def _form_id(node: Node) -> int | None:
