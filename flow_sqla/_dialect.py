@@ -21,7 +21,10 @@ from sqlalchemy.sql.base import Executable
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
 
-#: Columns every read of the instance row returns, in this order.
+#: Columns a locking read returns (see DialectOps.locking_read).
+LOCK_COLUMNS: tuple[str, ...] = ("states", "vars", "has_graph")
+
+#: Columns a plain read of the instance row returns, in this order.
 ROW_COLUMNS: tuple[str, ...] = (
     "id",
     "graph",
@@ -73,6 +76,14 @@ class DialectOps:
         # locking read must itself be a write (see locking_read).
         self.row_locks: bool = self.name != "sqlite"
         self._columns = [self._table.c[name] for name in ROW_COLUMNS]
+        # An operation needs only states, vars and whether a graph is stored: the graph
+        # document (~1 KB) is not fetched and decoded on every locking read. SQLite returns
+        # the graph itself: its RETURNING evaluates ``graph IS NOT NULL`` wrongly (3.40).
+        table = self._table
+        graph_flag = (
+            table.c.graph.is_not(None).label("has_graph") if self.row_locks else table.c.graph
+        )
+        self._lock_columns = [table.c.states, table.c.vars, graph_flag]
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,
@@ -133,7 +144,8 @@ class DialectOps:
     ) -> list[Executable]:
         """Statements that lock the instance row and read it; the last one returns the row.
 
-        The row has the columns :data:`ROW_COLUMNS`. MySQL/MariaDB/PostgreSQL:
+        The row has the columns :data:`LOCK_COLUMNS` (``states``, ``vars`` and ``has_graph``;
+        ``graph`` itself instead of the flag on SQLite). MySQL/MariaDB/PostgreSQL:
         ``[ensure_row(row_if_absent), SELECT ... FOR UPDATE]``, or only the SELECT when the
         caller already saw the row exist in this process (``row_known``), saving a statement
         and, on MySQL, an AUTO_INCREMENT value burnt by each duplicate insert. SQLite has no
@@ -150,9 +162,13 @@ class DialectOps:
                 ins.on_conflict_do_update(
                     index_elements=["instant_id"],
                     set_={"instant_id": ins.excluded.instant_id},
-                ).returning(*self._columns)
+                ).returning(*self._lock_columns)
             ]
-        select = self._select(instance_id).with_for_update()
+        select = (
+            sa.select(*self._lock_columns)
+            .where(self._table.c.instant_id == instance_id)
+            .with_for_update()
+        )
         if row_known:
             return [select]
         return [self.ensure_row(row_if_absent), select]
@@ -209,4 +225,4 @@ def _sqlite_lock_conflict(orig: BaseException) -> bool:
     return any(text in message for text in _SQLITE_LOCK_MESSAGES)
 
 
-__all__ = ["ROW_COLUMNS", "WRITE_OPTIONS", "DialectOps", "json_dumps"]
+__all__ = ["LOCK_COLUMNS", "ROW_COLUMNS", "WRITE_OPTIONS", "DialectOps", "json_dumps"]

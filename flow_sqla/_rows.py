@@ -64,11 +64,13 @@ def parse_vars(instance_id: str, raw: Any) -> dict[str, Any]:
 
 
 def parse_row(instance_id: str, row: RowMapping) -> StoredRow:
-    """Validate the ``states``/``vars``/``graph`` columns of a fetched row."""
+    """Validate the ``states``/``vars`` columns of a fetched row; whether a graph is stored
+    comes from ``has_graph`` (locking reads) or the ``graph`` column itself."""
+    has_graph = row["has_graph"] if "has_graph" in row else row["graph"] is not None
     return StoredRow(
         states=parse_states(instance_id, row["states"]),
         vars=parse_vars(instance_id, row["vars"]),
-        has_graph=row["graph"] is not None,
+        has_graph=bool(has_graph),
     )
 
 

@@ -14,7 +14,8 @@ from flow.context import FlowContext
 from flow.graph import Node
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import DialectOps, json_dumps
+from flow_sqla._dialect import DialectOps
+from flow_sqla._engine import engine_for
 from flow_sqla._translate import translating
 from flow_sqla._vars import VarsPolicy
 from flow_sqla.tables import FlowTables
@@ -58,9 +59,7 @@ class TaskHistoryRecorder:
     """
 
     def __init__(self, bind: Engine | str, tables: FlowTables | None = None) -> None:
-        self.engine: Engine = (
-            sa.create_engine(bind, json_serializer=json_dumps) if isinstance(bind, str) else bind
-        )
+        self.engine: Engine = engine_for(bind)
         self.tables = tables or FlowTables()
         self._table = self.tables.task
         self._dialect = DialectOps(self.engine.dialect, self.tables)

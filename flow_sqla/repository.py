@@ -25,6 +25,7 @@ from flow.graph import Graph, Node
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps, json_dumps
+from flow_sqla._engine import engine_for
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
 from flow_sqla._translate import translating
 from flow_sqla._vars import VarsPolicy
@@ -124,9 +125,7 @@ class SqlStateRepository:
     ) -> None:
         if cache not in ("operation", "process"):
             raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
-        self.engine: Engine = (
-            sa.create_engine(bind, json_serializer=json_dumps) if isinstance(bind, str) else bind
-        )
+        self.engine: Engine = engine_for(bind)
         self.tables = tables or FlowTables()
         self.cache_mode: CacheMode = cache
         self._dialect = DialectOps(self.engine.dialect, self.tables)

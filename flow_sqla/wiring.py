@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from flow.workflow.executor import WorkflowExecutor
-from flow_sqla._dialect import json_dumps
+from flow_sqla._engine import engine_for
 from flow_sqla.history import TaskHistoryRecorder
 from flow_sqla.repository import CacheMode, SqlStateRepository
 from flow_sqla.tables import FlowTables
@@ -29,7 +28,7 @@ def sql_workflow(
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
     ``bind`` is a URL), so a submit's state change and history row share one transaction."""
-    db = sa.create_engine(bind, json_serializer=json_dumps) if isinstance(bind, str) else bind
+    db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
         engine,

@@ -43,3 +43,31 @@ def test_process_cache_follows_this_processes_commits(db: sa.Engine) -> None:
 def test_unknown_cache_mode_is_rejected(db: sa.Engine) -> None:
     with pytest.raises(ValueError, match="cache"):
         SqlStateRepository(db, cache="everything")  # type: ignore[arg-type]
+
+
+def test_an_engine_made_from_a_url_leaves_no_stale_transaction_in_its_pool(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Engines created from a URL skip the pool's reset-on-return ROLLBACK (one round trip
+    per operation): a committed operation issues no rollback at all, and a read through
+    ``history()`` or ``states()`` still ends its transaction, so the pooled connection sees
+    what another process commits afterwards (no REPEATABLE READ snapshot left open)."""
+    url = db.url.render_as_string(hide_password=False)
+    ours = executor(url)
+    repo, recorder = ours.state_repository, ours.recorder
+    assert isinstance(repo, SqlStateRepository) and recorder is not None
+    assert ours.claim_task("oa", ctx("url-1", "employee", amount=1))  # connects, initializes
+    rollbacks: list[object] = []
+    do_rollback = repo.engine.dialect.do_rollback
+    monkeypatch.setattr(
+        repo.engine.dialect, "do_rollback", lambda c: (rollbacks.append(c), do_rollback(c))
+    )
+    assert approve(ours, "url-1", "employee", amount=1)
+    assert rollbacks == []
+    assert recorder.history("url-1")  # type: ignore[attr-defined]
+    before = repo.states("url-1")
+    other = executor(db)  # another process's engine
+    assert approve(other, "url-1", "manager")
+    assert repo.states("url-1")["oa:manager"] == 1002 != before.get("oa:manager")
+    assert len(recorder.history("url-1")) == 2  # type: ignore[attr-defined]
+    repo.engine.dispose()

@@ -9,7 +9,7 @@ INSERT INTO bpm_flow_repository (instant_id, graph, states, vars, creator, creat
  'updater': 'alice',
  'vars': {'days': 3, 'name': '流程'}}
 
-SELECT bpm_flow_repository.id, bpm_flow_repository.graph, bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.updater, bpm_flow_repository.update_time 
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph 
 FROM bpm_flow_repository 
 WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
 -- params:

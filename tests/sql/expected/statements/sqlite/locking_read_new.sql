@@ -1,4 +1,4 @@
-INSERT INTO bpm_flow_repository (instant_id, graph, states, vars, creator, create_time, updater, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (instant_id) DO UPDATE SET instant_id = excluded.instant_id RETURNING id, graph, states, vars, creator, create_time, updater, update_time
+INSERT INTO bpm_flow_repository (instant_id, graph, states, vars, creator, create_time, updater, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (instant_id) DO UPDATE SET instant_id = excluded.instant_id RETURNING states, vars, graph
 -- params:
 {'create_time': datetime.datetime(2026, 1, 2, 3, 4, 5),
  'creator': 'alice',
