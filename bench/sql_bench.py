@@ -134,6 +134,12 @@ def setup_mysqldb(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
     return run, conn.close
 
 
+def _baseline_engine(dsn: str) -> sa.Engine:
+    """The baselines' engine, configured like the one flow_sqla makes from a URL (no pool
+    reset-on-return ROLLBACK), so the comparison measures the library, not engine settings."""
+    return sa.create_engine(dsn, pool_reset_on_return=None)
+
+
 def _as_text(sql: str) -> sa.TextClause:
     """``%s`` placeholders as ``:p0, :p1, ...`` binds of a ``text()`` construct."""
     parts = sql.split("%s")
@@ -143,7 +149,7 @@ def _as_text(sql: str) -> sa.TextClause:
 def setup_sqlalchemy_construct(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
     """The same SQL as ``text()`` constructs (built once) executed with ``conn.execute``: the
     statement path every Core-based library takes (compiled cache, bind handling, result)."""
-    engine = sa.create_engine(dsn)
+    engine = _baseline_engine(dsn)
     _count(engine, counter)
     texts = {sql: _as_text(sql) for sql in (ENSURE, LOCK, WRITE, HISTORY)}
     state: dict[str, Any] = {}
@@ -167,7 +173,7 @@ def setup_sqlalchemy_construct(dsn: str, counter: list[int]) -> tuple[Runner, Cl
 def setup_sqlalchemy_text(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
     """The same SQL text through ``exec_driver_sql`` (no statement construct at all), one
     ``engine.begin()`` transaction per approval."""
-    engine = sa.create_engine(dsn)
+    engine = _baseline_engine(dsn)
     _count(engine, counter)
     state: dict[str, Any] = {}
 
