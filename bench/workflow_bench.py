@@ -6,6 +6,7 @@ Run: ``.venv/bin/python bench/workflow_bench.py``. A *cycle* is one ``claim_task
 
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -114,6 +115,30 @@ def reads_per_cycle_line(size: int) -> tuple[float, int, int]:
     return sum(per_cycle) / len(per_cycle), per_cycle[0], per_cycle[-1]
 
 
+def sql_reads_per_cycle_line(size: int, directory: Path) -> tuple[float, float]:
+    """(row reads, statements) per cycle on a line of ``size`` activities through flow_sqla on
+    an SQLite file: every ``state_get`` of an operation is answered from the one row read at
+    its start, so database reads stay flat while ``state_get`` calls grow with the position."""
+    import sqlalchemy as sa
+
+    from flow_sqla import migrations, sql_workflow
+
+    db = sa.create_engine(f"sqlite:///{directory / f'line{size}.sqlite'}")
+    migrations.upgrade(db)
+    statements: list[str] = []
+    sa.event.listen(db, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    wf = sql_workflow(db, FlowEngine())
+    graph = line_graph(size)
+    ctx = FlowContext.of("line")
+    cycles = 0
+    while (task := wf.claim_task(graph, ctx)) is not None:
+        wf.submit_task(task, TaskAction.FORWARD, ctx)
+        cycles += 1
+    db.dispose()
+    reads = sum(1 for sql in statements if "RETURNING" in sql or sql.lstrip().startswith("SELECT"))
+    return reads / cycles, len(statements) / cycles
+
+
 def bench_speedup(threads: int = 16, size: int = 10) -> tuple[float, float]:
     """Seconds to finish ``threads`` instances of a line whose tasks release the GIL for 1 ms
     (``time.sleep(0.001)``, standing in for I/O), one thread vs ``threads`` threads."""
@@ -150,6 +175,13 @@ def main() -> None:
             f"  state_get per cycle, line of {size:3d}:       {avg:8.1f}"
             f"   (first cycle {first}, last cycle {last})"
         )
+    with tempfile.TemporaryDirectory() as directory:
+        for size in (20, 100):
+            reads, stmts = sql_reads_per_cycle_line(size, Path(directory))
+            print(
+                f"  flow_sqla (SQLite), line of {size:3d}:        {reads:8.1f} row reads and"
+                f" {stmts:.1f} statements per cycle"
+            )
     seq, par = bench_speedup()
     print(
         f"  16 instances x 10 tasks (1 ms I/O each): 1 thread {seq:.3f}s, "
