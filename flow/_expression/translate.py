@@ -1,0 +1,85 @@
+"""Translation of the solon-flow (SnEL) operators into Python, done on tokens.
+
+Graph text written for the Java engine uses ``&&``, ``||``, ``!``, ``AND``/``OR``/``NOT`` and
+``null``/``true``/``false``. Rewriting them on :mod:`tokenize` tokens rather than with text
+substitution leaves string literals and attribute names (``x.null``) untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Sequence
+
+from flow.errors import ExpressionError
+
+_NAME_WORDS = {
+    "AND": " and ",
+    "OR": " or ",
+    "NOT": " not ",
+    "null": "None",
+    "true": "True",
+    "false": "False",
+}
+_DOUBLED = {"&": " and ", "|": " or "}
+
+
+def translate(text: str, *, original: str | None = None) -> str:
+    """Rewrite ``&&  ||  !x  AND OR NOT  null true false`` into Python; strings are untouched.
+
+    ``!`` becomes ``~`` (same precedence as Java's ``!``) and the compiler reads ``~`` as logical
+    not, which is why a ``~`` written by the user is rejected. Raises :class:`ExpressionError`
+    naming ``original`` (default ``text``).
+    """
+    original = text if original is None else original
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise ExpressionError(f"Incomplete expression: {exc}", expression=original) from None
+    edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
+    previous: tokenize.TokenInfo | None = None
+    for index, token in enumerate(tokens):
+        edit = _replacement(tokens, index, previous, original)
+        if edit is not None:
+            edits.append((token.start, *edit))
+        if token.type not in (tokenize.ERRORTOKEN, tokenize.NL, tokenize.COMMENT):
+            previous = token
+    return _apply(text, edits)
+
+
+def _replacement(
+    tokens: Sequence[tokenize.TokenInfo],
+    index: int,
+    previous: tokenize.TokenInfo | None,
+    text: str,
+) -> tuple[tuple[int, int], str] | None:
+    """The end of the replaced span and its new text, for a token that needs translating."""
+    token = tokens[index]
+    string = token.string
+    if token.type == tokenize.NAME:
+        after_dot = previous is not None and previous.string == "."
+        word = None if after_dot else _NAME_WORDS.get(string)
+        return None if word is None else (token.end, word)
+    if token.type == tokenize.ERRORTOKEN and string == "!":
+        return token.end, "~"
+    if token.type == tokenize.OP and string == "~":
+        raise ExpressionError("Operator '~' is not supported (use '!' or 'not')", expression=text)
+    if token.type == tokenize.OP and string in _DOUBLED:
+        follower = tokens[index + 1]
+        if follower.string == string and follower.start == token.end:
+            return follower.end, _DOUBLED[string]
+    return None
+
+
+def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str]]) -> str:
+    lines = text.splitlines(keepends=True)
+    skip_until: tuple[int, int] = (0, 0)
+    kept = []
+    for edit in edits:
+        if edit[0] >= skip_until:
+            kept.append(edit)
+            skip_until = edit[1]
+    for (row, start), (_, end), replacement in reversed(kept):
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + replacement + line[end:]
+    return "".join(lines)
