@@ -26,6 +26,18 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 GRAPH_FILE_SUFFIXES = (".yml", ".yaml", ".json")
 
 
+def _load_yaml(text: str) -> Any:
+    """Parse with the fast C loader; when it refuses, ask the pure-Python loader, which accepts
+    what the reference's SnakeYAML accepts and libyaml does not — e.g. ``link:[ ... ]`` (no
+    space after the colon inside a flow mapping), used by solon-flow's own example graphs."""
+    try:
+        return yaml.load(text, Loader=_YamlLoader)  # both loaders are safe loaders
+    except yaml.MarkedYAMLError as exc:
+        if _YamlLoader is yaml.SafeLoader or exc.problem != "found unexpected ':'":
+            raise
+        return yaml.load(text, Loader=yaml.SafeLoader)
+
+
 def read_graph_file(path: str | Path) -> str:
     """The text of a graph file; a missing or unreadable file is a GraphDefinitionError."""
     p = Path(path)
@@ -60,7 +72,7 @@ def parse_text(text: str) -> Mapping[str, Any]:
 
 def _parse_yaml(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_YamlLoader)  # _YamlLoader is a safe loader
+        return _load_yaml(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None

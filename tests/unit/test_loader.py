@@ -334,3 +334,22 @@ def test_spec_create_is_lenient_by_default() -> None:
     spec = GraphSpec("g")
     spec.add_start("s").link_add("missing")
     assert spec.create().start.id == "s"
+
+
+def test_a_flow_mapping_key_followed_directly_by_a_list_loads_as_in_the_reference() -> None:
+    """solon-flow's flow_case8 graph writes ``link:[ ... ]`` with no space after the colon;
+    SnakeYAML accepts it (libyaml alone would not), so we load it too."""
+    graph = Graph.from_text(
+        """
+id: f8
+layout:
+  - {id: s1, type: start, link: s3}
+  - {id: s3, type: exclusive, link:[ {nextId: s3_1},
+      {nextId: s3_2, when: '"type1".equals(dataType)'} ]}
+  - {id: s3_1, link: e}
+  - {id: s3_2, link: e}
+  - {id: e, type: end}
+"""
+    )
+    assert [link.next_id for link in graph.nodes["s3"].next_links] == ["s3_1", "s3_2"]
+    assert graph.nodes["s3"].next_links[1].when == '"type1".equals(dataType)'
