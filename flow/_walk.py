@@ -26,6 +26,19 @@ _LOOP = "loop_run"
 _MISSING: Any = object()
 
 
+def call_task(
+    handler: Callable[[FlowExchanger, Node], None], exchanger: FlowExchanger, node: Node
+) -> None:
+    """Run a node's task through ``handler``: a failure that is not a ``FlowError`` becomes
+    ``TaskError("<graphId> / <nodeId>")`` with the cause chained (``FlowError``s pass)."""
+    try:
+        handler(exchanger, node)
+    except FlowError:
+        raise
+    except Exception as exc:
+        raise TaskError(node.graph.id, node.id) from exc
+
+
 class _Cursor:
     """An iterator with ``has_next`` (a loop end waits while its loop has items left)."""
 
@@ -125,12 +138,7 @@ class Walk:
         if not self.node_start(node):
             return False
         if node.when is None or self.condition(node.graph, node.when, True):
-            try:
-                ex.driver.handle_task(ex, node)
-            except FlowError:
-                raise
-            except Exception as exc:
-                raise TaskError(node.graph.id, node.id) from exc
+            call_task(ex.driver.handle_task, ex, node)
         if not self._callbacks_ok():
             return False
         return self.node_end(node)

@@ -28,6 +28,7 @@ from uuid import UUID
 from flow import codec
 from flow.context import NonSerializable
 from flow.errors import SnapshotError
+from flow_sqla._rows import parse_vars
 
 #: Keys that are never stored whatever the configuration: the id, the context itself and the
 #: executor's per-call intent.
@@ -98,15 +99,8 @@ class VarsPolicy:
         current actor. Raises :class:`SnapshotError` when ``raw`` is not an object or a tagged
         value does not parse.
         """
-        if raw is None:
-            return {}
-        if not isinstance(raw, dict):
-            raise SnapshotError(
-                f"Stored vars must be a JSON object, got {type(raw).__name__}",
-                instance_id=instance_id,
-            )
         try:
-            values: dict[str, Any] = codec.decode(raw)
+            values: dict[str, Any] = codec.decode(parse_vars(instance_id, raw))
         except ValueError as exc:
             raise SnapshotError(
                 f"Stored vars cannot be decoded: {exc}", instance_id=instance_id

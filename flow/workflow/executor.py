@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from flow._walk import call_task
 from flow.context import FlowContext
-from flow.errors import FlowError, TaskError
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
@@ -216,12 +216,7 @@ class WorkflowExecutor:
         record's dry walk would take the same path and end there too)."""
         ctx = exchanger.context
         exchanger.reverting = False
-        try:
-            exchanger.driver.post_handle_task(exchanger, node)
-        except FlowError:
-            raise
-        except Exception as exc:
-            raise TaskError(node.graph.id, node.id) from exc
+        call_task(exchanger.driver.post_handle_task, exchanger, node)
         self.state_repository.state_put(ctx, node, TaskState.COMPLETED)
         current: Node | None = None
         for next_node in node.next_nodes:

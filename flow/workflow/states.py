@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeVar
+
+_Code = TypeVar("_Code", bound=IntEnum)
+
+
+def _member_or_unknown(enum: type[_Code], code: int | None) -> _Code:
+    """The member of ``enum`` with ``code``, else its UNKNOWN member (code 0), as the reference's
+    ``codeOf`` does for codes written by other services."""
+    try:
+        return enum(0 if code is None else code)
+    except ValueError:
+        return enum(0)
 
 
 class TaskState(IntEnum):
@@ -16,12 +28,7 @@ class TaskState(IntEnum):
     @classmethod
     def of(cls, code: int | None) -> TaskState:
         """The state with ``code``; unknown codes (and ``None``) give ``UNKNOWN``."""
-        if code is None:
-            return cls.UNKNOWN
-        try:
-            return cls(code)
-        except ValueError:
-            return cls.UNKNOWN
+        return _member_or_unknown(cls, code)
 
 
 class TaskAction(IntEnum):
@@ -44,12 +51,7 @@ class TaskAction(IntEnum):
     @classmethod
     def of(cls, code: int | None) -> TaskAction:
         """The action with ``code``; unknown codes (and ``None``) give ``UNKNOWN``."""
-        if code is None:
-            return cls.UNKNOWN
-        try:
-            return cls(code)
-        except ValueError:
-            return cls.UNKNOWN
+        return _member_or_unknown(cls, code)
 
 
 _TARGETS: dict[TaskAction, TaskState] = {
