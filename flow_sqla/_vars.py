@@ -26,7 +26,7 @@ from typing import Any
 from uuid import UUID
 
 from flow import codec
-from flow.context import NonSerializable
+from flow.context import FlowContext, NonSerializable
 from flow.errors import SnapshotError
 from flow_sqla._rows import parse_vars
 
@@ -37,6 +37,21 @@ ALWAYS_EXCLUDED: frozenset[str] = frozenset({"instanceId", "context", "WorkflowI
 #: Identity keys left out by default (the ``vars_filter`` default): who acts is a property of
 #: the request, not of the instance, and must not flow back into the next actor's context.
 DEFAULT_IDENTITY_KEYS: frozenset[str] = frozenset({"actor", "auditor", "creator"})
+
+#: Where the default auditor looks, in order, for who writes (``creator``/``updater`` columns).
+AUDIT_KEYS: tuple[str, ...] = ("auditor", "creator", "actor")
+
+
+def default_auditor(ctx: FlowContext) -> str | None:
+    """Who writes: the context's ``auditor``, else ``creator``, else ``actor`` (as the Go
+    plugin does), as text; ``None`` when the context names nobody."""
+    data = ctx.data
+    for key in AUDIT_KEYS:
+        value = data.get(key)
+        if value is not None:
+            return str(value)
+    return None
+
 
 _DATA_TYPES: tuple[type, ...] = (
     bool,
@@ -116,4 +131,10 @@ def _is_data(value: Any) -> bool:
     return isinstance(value, _DATA_TYPES)
 
 
-__all__ = ["ALWAYS_EXCLUDED", "DEFAULT_IDENTITY_KEYS", "VarsPolicy"]
+__all__ = [
+    "ALWAYS_EXCLUDED",
+    "AUDIT_KEYS",
+    "DEFAULT_IDENTITY_KEYS",
+    "VarsPolicy",
+    "default_auditor",
+]

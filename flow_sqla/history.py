@@ -17,7 +17,7 @@ from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
 from flow_sqla._translate import translating
-from flow_sqla._vars import VarsPolicy
+from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.tables import FlowTables
 
 _NAME_LENGTH = 64
@@ -164,12 +164,10 @@ def _name(node: Node) -> str:
     return _clip(node.title) or _clip(node.id)
 
 
-def _creator(ctx: FlowContext, record: TaskRecord) -> str | None:
-    for key in ("auditor", "creator", "actor"):
-        value = ctx.data.get(key)
-        if value is not None:
-            return str(value)
-    return record.assignee or None
+def _creator(ctx: FlowContext, record: TaskRecord) -> str:
+    """Who wrote the row: the repository's default auditor, else the assignee."""
+    who = default_auditor(ctx)
+    return record.assignee if who is None else who
 
 
 __all__ = ["HistoryEntry", "TaskHistoryRecorder"]

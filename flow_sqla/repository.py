@@ -28,14 +28,13 @@ from flow_sqla._dialect import DialectOps, json_dumps
 from flow_sqla._engine import engine_for
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
 from flow_sqla._translate import translating
-from flow_sqla._vars import VarsPolicy
+from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
 
 CacheMode = Literal["operation", "process"]
 Auditor = Callable[[FlowContext], "str | None"]
 
-_AUDIT_KEYS = ("auditor", "creator", "actor")
 _INTENT_KEY = "WorkflowIntent"
 _BASE_COLUMNS = ("states", "vars", "updater", "update_time")
 _UPSERT_COLUMNS = ("instant_id", *_BASE_COLUMNS, "creator", "create_time")
@@ -129,7 +128,7 @@ class SqlStateRepository:
         self.tables = tables or FlowTables()
         self.cache_mode: CacheMode = cache
         self._dialect = DialectOps(self.engine.dialect, self.tables)
-        self._auditor: Auditor = auditor or _default_auditor
+        self._auditor: Auditor = auditor or default_auditor
         self._vars = VarsPolicy(vars_filter)
         self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
         self._cache: BoundedMap[StoredRow] | None = (
@@ -504,15 +503,6 @@ class SqlStateRepository:
             f"SqlStateRepository({self.engine.url.render_as_string()!r}, "
             f"table={self.tables.repository.name!r}, cache={self.cache_mode!r})"
         )
-
-
-def _default_auditor(ctx: FlowContext) -> str | None:
-    data = ctx.data
-    for key in _AUDIT_KEYS:
-        value = data.get(key)
-        if value is not None:
-            return str(value)
-    return None
 
 
 def _graph_text(raw: Any) -> str | None:

@@ -105,7 +105,15 @@ class WorkflowDriver(FlowDriver):
             else:
                 intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
                 self.repository.state_put(ctx, node, TaskState.COMPLETED)
-        elif state == TaskState.TERMINATED:
+        else:
+            self._settled(exchanger, intent, node, state)
+
+    def _settled(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        """A COMPLETED or TERMINATED node, automatic or human alike: a find reports it; the
+        walk passes a completed node and stops at a terminated one."""
+        if state == TaskState.TERMINATED:
             if intent.type == IntentType.FIND_TASK:
                 intent.task = self._task(exchanger, intent, node, TaskState.TERMINATED)
             exchanger.stop()
@@ -145,12 +153,8 @@ class WorkflowDriver(FlowDriver):
                     exchanger.stop()
                 else:
                     exchanger.interrupt()
-        elif state == TaskState.TERMINATED:
-            if intent.type == IntentType.FIND_TASK:
-                intent.task = self._task(exchanger, intent, node, TaskState.TERMINATED)
-            exchanger.stop()
-        elif state == TaskState.COMPLETED and intent.type == IntentType.FIND_TASK:
-            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+        else:
+            self._settled(exchanger, intent, node, state)
 
 
 __all__ = ["WorkflowDriver"]

@@ -10,7 +10,7 @@ names, ``<repo_table>_alembic_version`` otherwise) and never in a host app's ``a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -99,8 +99,7 @@ def upgrade(
     names = TableNames.create(
         repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
     )
-    with _connected(bind) as conn:
-        command.upgrade(_config(names, connection=conn), revision)
+    _run(command.upgrade, bind, names, revision)
 
 
 def downgrade(
@@ -116,8 +115,7 @@ def downgrade(
     names = TableNames.create(
         repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
     )
-    with _connected(bind) as conn:
-        command.downgrade(_config(names, connection=conn), revision)
+    _run(command.downgrade, bind, names, revision)
 
 
 def current(
@@ -155,6 +153,12 @@ def _config(
     if connection is not None:
         cfg.attributes["connection"] = connection
     return cfg
+
+
+def _run(step: Callable[[Config, str], None], bind: Bind, names: TableNames, revision: str) -> None:
+    """Run an Alembic ``command.upgrade``/``downgrade`` for ``names`` on ``bind``."""
+    with _connected(bind) as conn:
+        step(_config(names, connection=conn), revision)
 
 
 @contextmanager
