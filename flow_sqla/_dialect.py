@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
-from sqlalchemy.engine import Dialect
+from sqlalchemy.engine import CursorResult, Dialect
 from sqlalchemy.sql.base import Executable
 
 from flow_sqla.errors import RepositoryError
@@ -130,14 +130,30 @@ class DialectOps:
         workers starting different new instances then block each other's inserts (deadlock
         1213). MySQL/MariaDB: ``ON DUPLICATE KEY UPDATE instant_id = instant_id`` (a no-op
         update; ``INSERT IGNORE`` would also hide unrelated errors). PostgreSQL/SQLite:
-        ``ON CONFLICT (instant_id) DO NOTHING``.
+        ``ON CONFLICT (instant_id) DO NOTHING``. Inline: no generated key is fetched back
+        (:meth:`created_row` tells whether the row was inserted). Execute it with
+        :data:`WRITE_OPTIONS`.
         """
         self._check_columns(row, ())
         if self._mysql_family:
             my = mysql.insert(self._table).values(dict(row))
-            return my.on_duplicate_key_update({"instant_id": self._table.c.instant_id})
+            return my.on_duplicate_key_update({"instant_id": self._table.c.instant_id}).inline()
         ins = self._conflict_insert().values(dict(row))
-        return ins.on_conflict_do_nothing(index_elements=["instant_id"])
+        return ins.on_conflict_do_nothing(index_elements=["instant_id"]).inline()
+
+    def created_row(self, result: CursorResult[Any]) -> bool:
+        """True when the :meth:`ensure_row` that gave ``result`` inserted the row.
+
+        The row is then empty and this transaction holds its lock (an uncommitted insert is
+        locked until commit; a concurrent insert of the same ``instant_id`` waits), so reading
+        it back is unnecessary. MySQL/MariaDB report 1 affected row either way (SQLAlchemy sets
+        CLIENT_FOUND_ROWS), but an auto-increment value only for an insert: the no-op
+        ``ON DUPLICATE KEY UPDATE`` leaves ``lastrowid`` 0. PostgreSQL and SQLite report the
+        ``DO NOTHING`` case as 0 rows.
+        """
+        if self._mysql_family:
+            return bool(result.lastrowid)
+        return result.rowcount == 1
 
     def locking_read(
         self, instance_id: str, row_if_absent: Mapping[str, Any], *, row_known: bool
@@ -148,7 +164,9 @@ class DialectOps:
         ``graph`` itself instead of the flag on SQLite). MySQL/MariaDB/PostgreSQL:
         ``[ensure_row(row_if_absent), SELECT ... FOR UPDATE]``, or only the SELECT when the
         caller already saw the row exist in this process (``row_known``), saving a statement
-        and, on MySQL, an AUTO_INCREMENT value burnt by each duplicate insert. SQLite has no
+        and, on MySQL, an AUTO_INCREMENT value burnt by each duplicate insert. When
+        :meth:`created_row` says the insert created the row, the caller may skip the SELECT:
+        the row is known to be empty and locked. SQLite has no
         row locks and upgrades a read transaction to a write lock only at the first write; two
         processes that both read first then fail with SQLITE_BUSY at the upgrade. So SQLite
         gets one ``INSERT ... ON CONFLICT (instant_id) DO UPDATE SET instant_id =

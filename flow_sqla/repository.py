@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +24,7 @@ from flow.errors import SnapshotError
 from flow.graph import Graph, Node
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import DialectOps, json_dumps
+from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, json_dumps
 from flow_sqla._engine import engine_for
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
 from flow_sqla._translate import translating
@@ -238,9 +238,8 @@ class SqlStateRepository:
         instance_id = ctx.instance_id
         if self._dialect.row_locks and instance_id in self._known:
             # Only the SELECT runs: it binds the id alone.
-            row = self._fetch(
-                conn, self._locking_statements(True), instance_id, {"instant_id": instance_id}
-            )
+            (select,) = self._locking_statements(True)
+            row = self._fetch(conn, select, instance_id, {"instant_id": instance_id})
             if row is not None:
                 return parse_row(instance_id, row)
             self._known.pop(instance_id)
@@ -252,7 +251,13 @@ class SqlStateRepository:
             "updater": who,
             "update_time": now,
         }
-        row = self._fetch(conn, self._locking_statements(False), instance_id, params)
+        *ensure, read = self._locking_statements(False)
+        for stmt in ensure:
+            result = conn.execute(stmt, params, execution_options=WRITE_OPTIONS)
+            if self._dialect.created_row(result):
+                # Inserted just now: empty, and locked by this transaction until it ends.
+                return StoredRow(states={}, vars={}, has_graph=False)
+        row = self._fetch(conn, read, instance_id, params)
         if row is None:
             raise RepositoryError("The instance row could not be read", instance_id=instance_id)
         return parse_row(instance_id, row)
@@ -296,13 +301,11 @@ class SqlStateRepository:
     def _fetch(
         self,
         conn: Connection,
-        stmts: Sequence[Executable],
+        stmt: Executable,
         instance_id: str,
         params: Mapping[str, Any] | None = None,
     ) -> RowMapping | None:
-        for stmt in stmts[:-1]:
-            conn.execute(stmt, params)
-        result = conn.execute(stmts[-1], params)
+        result = conn.execute(stmt, params)
         try:
             row = result.first()
         except ValueError as exc:
@@ -494,9 +497,9 @@ class SqlStateRepository:
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):
-                return self._fetch(connection, [stmt], instance_id)
+                return self._fetch(connection, stmt, instance_id)
             with self.engine.connect() as conn:
-                return self._fetch(conn, [stmt], instance_id)
+                return self._fetch(conn, stmt, instance_id)
 
     def __repr__(self) -> str:
         return (

@@ -102,6 +102,20 @@ def _lock_waiters(conn: sa.Connection) -> int:
     return int(conn.exec_driver_sql(sql).scalar_one())
 
 
+def _a_lock_waiter_appears(observer: sa.Connection) -> bool:
+    """Poll the server's lock-wait view until a transaction waits (False after TIMEOUT)."""
+    give_up = threading.Event()
+    timer = threading.Timer(TIMEOUT, give_up.set)
+    timer.start()
+    while _lock_waiters(observer) == 0 and not give_up.is_set():
+        observer.rollback()
+        # InnoDB refreshes its INNODB_TRX cache only after 0.1 s without readers.
+        give_up.wait(0.2)
+    timer.cancel()
+    observer.rollback()
+    return not give_up.is_set()
+
+
 #: Row locks exist on the servers only; SQLite's write lock is covered by the timeout test.
 ROW_LOCK_BACKENDS = pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
 
@@ -110,11 +124,14 @@ def test_upsert_inserts_then_updates_only_the_given_columns(
     engine: sa.Engine, ops: DialectOps
 ) -> None:
     with engine.begin() as conn:
-        conn.execute(ops.upsert(_row("i-1", states={"g:a": 1}), UPDATE_COLUMNS), WRITE_OPTIONS)
+        conn.execute(
+            ops.upsert(_row("i-1", states={"g:a": 1}), UPDATE_COLUMNS),
+            execution_options=WRITE_OPTIONS,
+        )
     first = _read(engine, ops, "i-1")
     later = _row("i-1", graph={"id": "other"}, creator="bob", states={"g:a": 2}, updater="bob")
     with engine.begin() as conn:
-        conn.execute(ops.upsert(later, UPDATE_COLUMNS), WRITE_OPTIONS)
+        conn.execute(ops.upsert(later, UPDATE_COLUMNS), execution_options=WRITE_OPTIONS)
     second = _read(engine, ops, "i-1")
     assert first is not None and second is not None
     assert (second["id"], second["graph"], second["creator"]) == (
@@ -131,6 +148,51 @@ def test_ensure_row_never_changes_an_existing_row(engine: sa.Engine, ops: Dialec
         conn.execute(ops.ensure_row(_row("i-1", states={"g:a": 9}, creator="bob")))
     row = _read(engine, ops, "i-1")
     assert row is not None and (row["states"], row["creator"]) == ({"g:a": 1}, "alice")
+
+
+def test_created_row_tells_an_inserted_row_from_an_existing_one(
+    engine: sa.Engine, ops: DialectOps
+) -> None:
+    def ensure(conn: sa.Connection, instance_id: str) -> bool:
+        return ops.created_row(
+            conn.execute(ops.ensure_row(_row(instance_id)), execution_options=WRITE_OPTIONS)
+        )
+
+    with engine.begin() as conn:
+        first = [ensure(conn, "i-1"), ensure(conn, "i-1")]
+        # After an insert on the same connection, a duplicate still reads as "not created".
+        second = [ensure(conn, "i-2"), ensure(conn, "i-1")]
+    with engine.begin() as conn:
+        later = [ensure(conn, "i-2"), ensure(conn, "i-3")]
+    assert (first, second, later) == ([True, False], [True, False], [False, True])
+
+
+@ROW_LOCK_BACKENDS
+def test_a_concurrent_start_of_the_same_new_instance_waits_and_then_sees_its_row(
+    engine: sa.Engine, ops: DialectOps
+) -> None:
+    """Why skipping the read after a created row is safe: the uncommitted insert holds the
+    row, so a second ensure_row waits for it and then reports the row as existing."""
+    outcome: list[Any] = []
+
+    def second() -> None:
+        with engine.connect() as conn, conn.begin():
+            _set_lock_timeout(conn, TIMEOUT)
+            result = conn.execute(ops.ensure_row(_row("i-1")), execution_options=WRITE_OPTIONS)
+            outcome.append(ops.created_row(result))
+            outcome.append(_lock_and_read(conn, ops, "i-1", known=True)["states"])
+
+    with engine.connect() as holder, engine.connect() as observer:
+        with holder.begin():
+            result = holder.execute(ops.ensure_row(_row("i-1")), execution_options=WRITE_OPTIONS)
+            assert ops.created_row(result)
+            worker = threading.Thread(target=second)
+            worker.start()
+            assert _a_lock_waiter_appears(observer), "the second start never waited"
+            assert outcome == []
+            holder.execute(ops.upsert(_row("i-1", states={"g:a": 2}), UPDATE_COLUMNS))
+        worker.join(TIMEOUT)
+    assert outcome == [False, {"g:a": 2}]
 
 
 def test_locking_read_creates_a_missing_row_and_returns_it(
@@ -219,15 +281,7 @@ def test_second_locking_read_waits_until_the_first_commits(
             worker = threading.Thread(target=second)
             worker.start()
             assert waiting.wait(TIMEOUT)
-            give_up = threading.Event()
-            timer = threading.Timer(TIMEOUT, give_up.set)
-            timer.start()
-            while _lock_waiters(observer) == 0 and not give_up.is_set():
-                observer.rollback()
-                # InnoDB refreshes its INNODB_TRX cache only after 0.1 s without readers.
-                give_up.wait(0.2)
-            timer.cancel()
-            assert not give_up.is_set(), "the second locking read never waited"
+            assert _a_lock_waiter_appears(observer), "the second locking read never waited"
             assert seen == []
             holder.execute(ops.upsert(_row("i-1", states={"g:a": 2}), UPDATE_COLUMNS))
         observer.rollback()

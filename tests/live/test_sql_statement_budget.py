@@ -14,12 +14,18 @@ def db(engine: sa.Engine) -> sa.Engine:
     return migrate(engine)
 
 
-def test_first_operation_on_a_new_instance_takes_at_most_three_statements(
-    db: sa.Engine,
-) -> None:
+def test_first_claim_on_a_new_instance_takes_two_statements(db: sa.Engine) -> None:
+    """Creating the row (which also locks it) and writing the claim: no read back."""
     ex = executor(db)
     with counting(db) as counter:
         ex.claim_task("oa", ctx("b-1", "employee", amount=1))
+    assert counter.count <= 2, counter.statements
+
+
+def test_first_submit_on_a_new_instance_takes_at_most_three_statements(db: sa.Engine) -> None:
+    ex = executor(db)
+    with counting(db) as counter:
+        ex.submit_task_at("oa", "apply", TaskAction.FORWARD, ctx("b-5", "employee", amount=1))
     assert counter.count <= 3, counter.statements
 
 

@@ -1,5 +1,5 @@
 -- locking read, instance not known to this process
-INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (%(instant_id)s::VARCHAR, %(creator)s::VARCHAR, %(create_time)s::TIMESTAMP WITHOUT TIME ZONE, %(updater)s::VARCHAR, %(update_time)s::TIMESTAMP WITHOUT TIME ZONE) ON CONFLICT (instant_id) DO NOTHING RETURNING bpm_flow_repository.id
+INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (%(instant_id)s::VARCHAR, %(creator)s::VARCHAR, %(create_time)s::TIMESTAMP WITHOUT TIME ZONE, %(updater)s::VARCHAR, %(update_time)s::TIMESTAMP WITHOUT TIME ZONE) ON CONFLICT (instant_id) DO NOTHING
 
 SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph 
 FROM bpm_flow_repository 
