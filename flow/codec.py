@@ -41,8 +41,13 @@ _DECODERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+_PLAIN_SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
+
+
 def encode(value: Any, path: str = "$") -> Any:
     """Return a JSON-ready form of ``value``; raises ``TypeError`` naming ``path`` otherwise."""
+    if type(value) in _PLAIN_SCALARS:  # exact types: an IntEnum member is not one of them
+        return value
     if isinstance(value, Enum):
         return encode(value.value, path)
     if value is None or isinstance(value, bool | int | str):

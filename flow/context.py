@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from flow import codec
@@ -86,20 +86,10 @@ class FlowContext:
     def __contains__(self, key: object) -> bool:
         return key in self.data
 
-    @contextmanager
-    def scoped(self, key: str, value: Any) -> Iterator[FlowContext]:
+    def scoped(self, key: str, value: Any) -> AbstractContextManager[FlowContext]:
         """Set ``key`` for the ``with`` block, then restore the old value (or remove the key),
         also when the block raises."""
-        missing = key not in self.data
-        old = self.data.get(key)
-        self.put(key, value)
-        try:
-            yield self
-        finally:
-            if missing:
-                self.data.pop(key, None)
-            else:
-                self.data[key] = old
+        return _Scoped(self, key, value)
 
     # -- control -----------------------------------------------------------------------
     def stop(self) -> None:
@@ -189,6 +179,33 @@ class FlowContext:
 
     def __repr__(self) -> str:
         return f"FlowContext(instance_id={self.instance_id!r}, keys={list(self.data)!r})"
+
+
+class _Scoped:
+    """The ``with`` block of :meth:`FlowContext.scoped` (a class: it runs for every walk)."""
+
+    __slots__ = ("_ctx", "_key", "_missing", "_old", "_value")
+
+    def __init__(self, ctx: FlowContext, key: str, value: Any) -> None:
+        self._ctx = ctx
+        self._key = key
+        self._value = value
+        self._missing = True
+        self._old: Any = None
+
+    def __enter__(self) -> FlowContext:
+        data = self._ctx.data
+        self._missing = self._key not in data
+        self._old = data.get(self._key)
+        self._ctx.put(self._key, self._value)
+        return self._ctx
+
+    def __exit__(self, *exc_info: object) -> None:
+        data = self._ctx.data
+        if self._missing:
+            data.pop(self._key, None)
+        else:
+            data[self._key] = self._old
 
 
 def _load_trace(trace: FlowTrace, doc: Any) -> None:

@@ -56,7 +56,11 @@ def json_dumps(value: Any) -> str:
     would store them and fail on the other dialects later); raises ``ValueError`` for them.
     Pass it as ``create_engine(..., json_serializer=json_dumps)``.
     """
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _JSON_ENCODER.encode(value)
+
+
+# One encoder for every call: ``json.dumps`` with options builds a new one each time.
+_JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class DialectOps:

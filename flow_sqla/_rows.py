@@ -8,10 +8,11 @@ a JSON object of string keys to integer codes, ``vars`` a JSON object. Anything 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy.engine import RowMapping
@@ -76,7 +77,7 @@ def parse_row(instance_id: str, row: RowMapping) -> StoredRow:
 
 def utc_now() -> datetime:
     """Naive UTC, whole seconds: what a plain ``DATETIME`` column keeps on every dialect."""
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    return datetime(*time.gmtime()[:6])
 
 
 class BoundedMap(Generic[_V]):

@@ -74,6 +74,10 @@ _DATA_TYPES: tuple[type, ...] = (
 )
 
 
+#: Exact types stored unchanged (subclasses such as IntEnum members take the codec's path).
+_PLAIN_SCALARS: frozenset[type] = frozenset({str, int, bool})
+
+
 class VarsPolicy:
     """The set of keys never stored, plus the encode/decode of one ``vars`` document."""
 
@@ -92,7 +96,12 @@ class VarsPolicy:
         out: dict[str, Any] = {}
         excluded = self.excluded
         for key, value in data.items():
-            if value is None or key in excluded or not _is_data(value):
+            if value is None or key in excluded:
+                continue
+            if type(value) in _PLAIN_SCALARS and type(key) is str:
+                out[key] = value  # the common case, stored as it is
+                continue
+            if not _is_data(value):
                 continue
             if not isinstance(key, str):
                 raise SnapshotError(

@@ -69,7 +69,7 @@ class ActorStateController:
     def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
         if node.type == NodeType.END:
             return True
-        return not any(key in node.meta for key in self.keys)
+        return node.meta.keys().isdisjoint(self.keys)
 
     def actor_of(self, ctx: FlowContext) -> str | None:
         """The context's value for the first key it holds (the assignee of a task record)."""

@@ -8,9 +8,11 @@ operation in one unit of work (a transaction for ``flow_sqla``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import sys
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from flow._walk import call_task
@@ -124,16 +126,13 @@ class WorkflowExecutor:
     def _graph(self, graph: Graph | str) -> Graph:
         return graph if isinstance(graph, Graph) else self.engine.get_graph_or_throw(graph)
 
-    @contextmanager
-    def _operation(self, ctx: FlowContext, *, lock: bool) -> Iterator[None]:
+    def _operation(self, ctx: FlowContext, *, lock: bool) -> AbstractContextManager[None]:
         """Instance lock first, then the repository's unit of work (when it has one)."""
-        with INSTANCE_LOCKS.hold((id(self.state_repository), ctx.instance_id)):
-            unit_of_work = getattr(self.state_repository, "unit_of_work", None)
-            if unit_of_work is None:
-                yield
-            else:
-                with unit_of_work(ctx, lock=lock):
-                    yield
+        held = INSTANCE_LOCKS.hold((id(self.state_repository), ctx.instance_id))
+        unit_of_work = getattr(self.state_repository, "unit_of_work", None)
+        if unit_of_work is None:
+            return held
+        return _LockedUnitOfWork(held, unit_of_work(ctx, lock=lock))
 
     def _driver(self, graph: Graph) -> WorkflowDriver:
         return WorkflowDriver(
@@ -372,6 +371,36 @@ def _form_id(node: Node) -> int | None:
         return int(str(value).strip())
     except ValueError:
         return None
+
+
+class _LockedUnitOfWork:
+    """``with lock: with unit_of_work:`` as one object (cheaper than a generator context
+    manager on the path every operation takes). The lock never suppresses exceptions."""
+
+    __slots__ = ("_lock", "_unit")
+
+    def __init__(self, lock: AbstractContextManager[None], unit: AbstractContextManager[None]):
+        self._lock = lock
+        self._unit = unit
+
+    def __enter__(self) -> None:
+        self._lock.__enter__()
+        try:
+            self._unit.__enter__()
+        except BaseException:
+            self._lock.__exit__(*sys.exc_info())
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            return bool(self._unit.__exit__(exc_type, exc, tb))
+        finally:
+            self._lock.__exit__(None, None, None)
 
 
 class _OverlayRepository:

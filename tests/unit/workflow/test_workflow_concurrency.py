@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
+import pytest
 from wf_support import LINE, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, MapContainer, Node, SimpleFlowDriver
@@ -123,3 +126,36 @@ def test_instance_locks_do_not_outlive_the_operations(engine: FlowEngine) -> Non
     for n in range(50):
         wf.claim_task("line", FlowContext.of(f"leak-{n}"))
     assert len(INSTANCE_LOCKS) == 0
+
+
+class _FailingUnitOfWork(InMemoryStateRepository):
+    """A repository whose unit of work fails when it starts or when it ends (its flush)."""
+
+    def __init__(self, fail_on: str) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+
+    @contextmanager
+    def unit_of_work(self, ctx: FlowContext, *, lock: bool = True) -> Iterator[None]:
+        if self.fail_on == "start":
+            raise ConnectionError("database down")
+        yield
+        if self.fail_on == "end":
+            raise ConnectionError("flush failed")
+
+
+@pytest.mark.parametrize("fail_on", ["start", "end"])
+def test_a_failing_unit_of_work_releases_the_instance_lock(
+    engine: FlowEngine, fail_on: str
+) -> None:
+    load(engine, LINE)
+    repo = _FailingUnitOfWork(fail_on)
+    wf = WorkflowExecutor(engine, state_repository=repo)
+    with pytest.raises(ConnectionError):
+        wf.claim_task("line", FlowContext.of("F"))
+    assert len(INSTANCE_LOCKS) == 0
+    repo.fail_on = "never"
+    other_thread = ThreadPoolExecutor(1)
+    claimed = other_thread.submit(wf.claim_task, "line", FlowContext.of("F")).result(timeout=30)
+    other_thread.shutdown()
+    assert claimed is not None and claimed.node.id == "A"
