@@ -287,6 +287,14 @@ def measure(variant: str, dsn: str, workers: int, per_worker: int) -> tuple[floa
     return approvals / elapsed, statements / approvals
 
 
+def _paired(runs: dict[str, list[tuple[float, float]]]) -> str:
+    """flow_sqla ``submit_at`` over baseline (b) for each round (the two ran back to back), to
+    show how much of a difference is the machine's noise."""
+    ours = runs["flow_sqla submit_at (operation)"]
+    base = runs["(b) SQLAlchemy text() + begin()"]
+    return " ".join(f"{o / b:.0%}" for (o, _), (b, _) in zip(ours, base, strict=True))
+
+
 def _throwaway(server: str) -> tuple[str, Callable[[], None]]:
     name = f"flowbench_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(server, poolclass=sa.NullPool, isolation_level="AUTOCOMMIT")
@@ -306,7 +314,7 @@ def main() -> None:
     parser.add_argument("--workers", default="1,4,16")
     parser.add_argument("--instances", type=int, default=40, help="instances per worker")
     parser.add_argument(
-        "--min-instances", type=int, default=200, help="at least this many instances in all"
+        "--min-instances", type=int, default=500, help="at least this many instances in all"
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the median counts")
     args = parser.parse_args()
@@ -331,6 +339,7 @@ def main() -> None:
                 ratios = (rate / base_b, rate / base_b_raw, rate / base_a)
                 print(f"{variant:42} {workers:>3} {rate:>12.1f} {ratios[0]:>7.0%} "
                       f"{ratios[1]:>8.0%} {ratios[2]:>7.0%} {stmts:>15.2f}")  # fmt: skip
+            print(f"{'  per run, submit_at vs (b) of the same round':46} {_paired(runs)}")
     finally:
         drop()
 

@@ -108,8 +108,8 @@ class TaskHistoryRecorder:
     def _row(self, ctx: FlowContext, record: TaskRecord) -> dict[str, Any]:
         source, target = record.source, record.target
         created = record.created_at
-        if created.tzinfo is not None:
-            created = created.astimezone(UTC).replace(tzinfo=None)
+        if created.tzinfo is not None and created.tzinfo is not UTC:
+            created = created.astimezone(UTC)
         return {
             "flow_ins_id": record.instance_id,
             "proc_def_id": record.graph_id,
@@ -126,7 +126,7 @@ class TaskHistoryRecorder:
             "variables": self._vars.encode(record.instance_id, record.variables),
             "message": record.message,
             "creator": _clip(_creator(ctx, record)) or None,
-            "create_time": created.replace(microsecond=0),
+            "create_time": created.replace(tzinfo=None, microsecond=0),
         }
 
     def _entry(self, row: RowMapping) -> HistoryEntry:

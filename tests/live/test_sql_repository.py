@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from _support import approve, count_rows, ctx, executor, migrate, oa_graph, raw_
 
 from flow.errors import SnapshotError
 from flow.graph import Graph
-from flow.workflow import TaskAction, TaskState
+from flow.workflow import TaskAction, TaskRecord, TaskState
 from flow_sqla import SqlStateRepository, TaskHistoryRecorder
 
 APPLIED = {"oa:apply": 1002, "oa:amount": 1002}
@@ -148,3 +149,36 @@ def test_history_rows_belong_to_their_instance_only(db: sa.Engine) -> None:
     approve(ex, "a-2", "employee", amount=1)
     assert count_rows(db, "bpm_flow_task", "a-1") == 1
     assert len(TaskHistoryRecorder(db).history("a-2")) == 1
+
+
+@pytest.mark.parametrize(
+    "created_at",
+    [
+        dt.datetime(2026, 3, 4, 12, 30, 15, 999999, tzinfo=dt.UTC),
+        dt.datetime(2026, 3, 4, 14, 30, 15, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+        dt.datetime(2026, 3, 4, 12, 30, 15),
+    ],
+    ids=["utc", "utc+2", "naive"],
+)
+def test_history_stores_the_creation_time_as_naive_utc_seconds(
+    db: sa.Engine, created_at: dt.datetime
+) -> None:
+    graph = oa_graph()
+    record = TaskRecord(
+        instance_id="t-1",
+        graph_id="oa",
+        task_id="apply",
+        source=graph.get_node_or_throw("apply"),
+        target=graph.get_node_or_throw("manager"),
+        action=TaskAction.FORWARD,
+        state=TaskState.COMPLETED,
+        assignee="employee",
+        message=None,
+        form_id=1001,
+        variables={},
+        created_at=created_at,
+    )
+    recorder = TaskHistoryRecorder(db)
+    recorder.record(ctx("t-1", "employee"), record)
+    (entry,) = recorder.history("t-1")
+    assert entry.created_at == dt.datetime(2026, 3, 4, 12, 30, 15)
