@@ -7,7 +7,9 @@ the script creates its own throwaway database and drops it afterwards.
 Each worker is an OS process that starts ``--instances`` OA instances (more when needed to reach
 ``--min-instances`` in all) and drives each to its end: two approvals (the employee's, then the
 manager's). Setup (connection, engine, graph) and one warm-up instance per worker are not
-timed. Each cell runs ``--repeat`` times, variants interleaved; the median is printed. Variants:
+timed. Each cell runs ``--repeat`` rounds, variants interleaved and their order rotated from
+round to round; the median is printed, then the ratio of ``submit_at`` to (b) in each round.
+Variants:
 
 * ``flow_sqla submit_at``: ``submit_task_at`` for both approvals — the same work as the
   baselines (per approval: locked read, one states write, one history insert, one commit);
@@ -328,8 +330,12 @@ def main() -> None:
         for workers in (int(n) for n in args.workers.split(",")):
             per_worker = max(args.instances, -(-args.min_instances // workers))
             runs: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
-            for _ in range(args.repeat):  # interleaved, so drifting load hits every variant
-                for variant in VARIANTS:
+            names = list(VARIANTS)
+            for round_no in range(args.repeat):
+                # Interleaved, so drifting load hits every variant, and rotated, so no variant
+                # is always the one that runs right after the previous cell's load.
+                shift = round_no % len(names)
+                for variant in names[shift:] + names[:shift]:
                     runs[variant].append(measure(variant, dsn, workers, per_worker))
             rows = {v: (statistics.median(r for r, _ in rs), rs[0][1]) for v, rs in runs.items()}
             base_a = rows["(a) bare MySQLdb"][0]
