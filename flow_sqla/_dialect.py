@@ -170,12 +170,13 @@ class DialectOps:
         caller already saw the row exist in this process (``row_known``), saving a statement
         and, on MySQL, an AUTO_INCREMENT value burnt by each duplicate insert. When
         :meth:`created_row` says the insert created the row, the caller may skip the SELECT:
-        the row is known to be empty and locked. SQLite has no
-        row locks and upgrades a read transaction to a write lock only at the first write; two
-        processes that both read first then fail with SQLITE_BUSY at the upgrade. So SQLite
-        gets one ``INSERT ... ON CONFLICT (instant_id) DO UPDATE SET instant_id =
-        excluded.instant_id RETURNING ...`` that creates the row if needed and takes the write
-        lock at once, making the second process wait instead.
+        the row is known to be empty and locked.
+
+        SQLite has no row locks and upgrades a read transaction to a write lock only at the
+        first write; two processes that both read first then fail with SQLITE_BUSY at the
+        upgrade. So SQLite gets one ``INSERT ... ON CONFLICT (instant_id) DO UPDATE SET
+        instant_id = excluded.instant_id RETURNING ...`` that creates the row if needed and
+        takes the write lock at once, making the second process wait instead.
         """
         if not self.row_locks:
             self._check_columns(row_if_absent, ())
