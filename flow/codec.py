@@ -41,12 +41,14 @@ _DECODERS: dict[str, Callable[[str], Any]] = {
 }
 
 
-_PLAIN_SCALARS: frozenset[type] = frozenset({str, int, bool, type(None)})
+#: Exact types :func:`encode` returns unchanged without further checks (subclasses such as
+#: ``IntEnum`` members are not among them and take the full path).
+PLAIN_TYPES: frozenset[type] = frozenset({str, int, bool, type(None)})
 
 
 def encode(value: Any, path: str = "$") -> Any:
     """Return a JSON-ready form of ``value``; raises ``TypeError`` naming ``path`` otherwise."""
-    if type(value) in _PLAIN_SCALARS:  # exact types: an IntEnum member is not one of them
+    if type(value) in PLAIN_TYPES:
         return value
     if isinstance(value, Enum):
         return encode(value.value, path)
@@ -111,4 +113,4 @@ def is_representable(value: Any) -> bool:
     return True
 
 
-__all__ = ["decode", "encode", "is_representable"]
+__all__ = ["PLAIN_TYPES", "decode", "encode", "is_representable"]

@@ -74,10 +74,6 @@ _DATA_TYPES: tuple[type, ...] = (
 )
 
 
-#: Exact types stored unchanged (subclasses such as IntEnum members take the codec's path).
-_PLAIN_SCALARS: frozenset[type] = frozenset({str, int, bool})
-
-
 class VarsPolicy:
     """The set of keys never stored, plus the encode/decode of one ``vars`` document."""
 
@@ -98,7 +94,7 @@ class VarsPolicy:
         for key, value in data.items():
             if value is None or key in excluded:
                 continue
-            if type(value) in _PLAIN_SCALARS and type(key) is str:
+            if type(value) in codec.PLAIN_TYPES and type(key) is str:
                 out[key] = value  # the common case, stored as it is
                 continue
             if not _is_data(value):

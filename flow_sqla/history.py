@@ -12,7 +12,6 @@ from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from flow.context import FlowContext
 from flow.graph import Node
-from flow.node_type import NodeType
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
@@ -22,8 +21,6 @@ from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.tables import FlowTables
 
 _NAME_LENGTH = 64
-#: Stored node type names (``"ACTIVITY"``), looked up instead of the slower ``Enum.name``.
-_TYPE_NAMES: dict[NodeType, str] = {node_type: node_type.name for node_type in NodeType}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,10 +113,10 @@ class TaskHistoryRecorder:
             "task_id": record.task_id,
             "source_node_code": source.id,
             "source_node_name": _clip(source.title) or None,
-            "source_node_type": _TYPE_NAMES[source.type],
+            "source_node_type": source.type.name,
             "target_node_code": target.id,
             "target_node_name": _name(target),
-            "target_node_type": _TYPE_NAMES[target.type],
+            "target_node_type": target.type.name,
             "assignee": _clip(record.assignee),
             "status": int(record.state),
             "form_id": record.form_id,
