@@ -219,23 +219,31 @@ def test_locking_read_of_a_known_row_returns_its_current_values(
     assert row is not None and row["states"] == {"g:a": 3}
 
 
-@ROW_LOCK_BACKENDS
-def test_two_new_instances_start_concurrently_without_deadlock(
-    engine: sa.Engine, ops: DialectOps
-) -> None:
+def _start_two_new_instances(
+    engine: sa.Engine, ops: DialectOps, *, known: bool
+) -> list[BaseException]:
+    """Two workers each lock-and-read a new instance (``known``: the SELECT alone), meet while
+    both hold their locks, then write; the errors the workers raised."""
     both_locked = threading.Barrier(2, timeout=TIMEOUT)
 
     def start(instance_id: str) -> Callable[[], None]:
         def job() -> None:
             with engine.connect() as conn, conn.begin():
                 _set_lock_timeout(conn, 10)
-                _lock_and_read(conn, ops, instance_id, known=False)
+                _lock_and_read(conn, ops, instance_id, known=known)
                 both_locked.wait()
                 conn.execute(ops.upsert(_row(instance_id, states={"g:a": 1}), UPDATE_COLUMNS))
 
         return job
 
-    assert _run_in_threads(start("new-a"), start("new-b")) == []
+    return _run_in_threads(start("new-a"), start("new-b"))
+
+
+@ROW_LOCK_BACKENDS
+def test_two_new_instances_start_concurrently_without_deadlock(
+    engine: sa.Engine, ops: DialectOps
+) -> None:
+    assert _start_two_new_instances(engine, ops, known=False) == []
     assert [_read(engine, ops, i) is not None for i in ("new-a", "new-b")] == [True, True]
 
 
@@ -244,19 +252,7 @@ def test_for_update_of_missing_rows_alone_deadlocks_on_mysql(
     engine: sa.Engine, ops: DialectOps
 ) -> None:
     """The baseline that ensure_row exists for: gap locks at REPEATABLE READ (error 1213)."""
-    both_locked = threading.Barrier(2, timeout=TIMEOUT)
-
-    def start(instance_id: str) -> Callable[[], None]:
-        def job() -> None:
-            with engine.connect() as conn, conn.begin():
-                _set_lock_timeout(conn, 10)
-                _lock_and_read(conn, ops, instance_id, known=True)
-                both_locked.wait()
-                conn.execute(ops.upsert(_row(instance_id), UPDATE_COLUMNS))
-
-        return job
-
-    errors = _run_in_threads(start("new-a"), start("new-b"))
+    errors = _start_two_new_instances(engine, ops, known=True)
     assert len(errors) == 1 and ops.is_lock_conflict(errors[0])
 
 
