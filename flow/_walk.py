@@ -75,10 +75,7 @@ class Walk:
         """Run ``node`` and everything it flows into (the reference's ``node_run``)."""
         ex = self.ex
         while node is not None:
-            if ex.is_stopped:
-                return
-            if ex.interrupted:
-                ex.interrupted = False
+            if ex.branch_ends():
                 return
             if ex.reverting:
                 start = self.start_node
@@ -103,15 +100,6 @@ class Walk:
         except Exception as exc:
             raise ConditionError(graph.id, when if isinstance(when, str) else repr(when)) from exc
 
-    def _callbacks_ok(self) -> bool:
-        ex = self.ex
-        if ex.is_stopped:
-            return False
-        if ex.interrupted:
-            ex.interrupted = False
-            return False
-        return True
-
     def node_start(self, node: Node) -> bool:
         ex = self.ex
         if ex.reverting:
@@ -119,7 +107,7 @@ class Walk:
         for interceptor in self.interceptors:
             interceptor.on_node_start(ex.context, node)
         ex.driver.on_node_start(ex, node)
-        return self._callbacks_ok()
+        return not ex.branch_ends()
 
     def node_end(self, node: Node) -> bool:
         ex = self.ex
@@ -128,7 +116,7 @@ class Walk:
         for interceptor in self.interceptors:
             interceptor.on_node_end(ex.context, node)
         ex.driver.on_node_end(ex, node)
-        return self._callbacks_ok()
+        return not ex.branch_ends()
 
     def task_exec(self, node: Node) -> bool:
         """Callbacks around the node's task; false when the branch must not flow out."""
@@ -139,7 +127,7 @@ class Walk:
             return False
         if node.when is None or self.condition(node.graph, node.when, True):
             call_task(ex.driver.handle_task, ex, node)
-        if not self._callbacks_ok():
+        if ex.branch_ends():
             return False
         return self.node_end(node)
 

@@ -101,6 +101,17 @@ class FlowExchanger:
     def is_interrupted(self) -> bool:
         return self.interrupted
 
+    def branch_ends(self) -> bool:
+        """The engine's check after each step and callback: true when the evaluation is
+        stopped, or when the current branch was interrupted (the interrupt is consumed: it ends
+        this branch only). One call, as it runs several times per node."""
+        if self._stopped or self.context._stopped:
+            return True
+        if self.interrupted:
+            self.interrupted = False
+            return True
+        return False
+
     # -- trace -------------------------------------------------------------------------
     def record_clear(self) -> None:
         """Forget every recorded node so the next evaluation walks from the start."""

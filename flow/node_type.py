@@ -20,7 +20,7 @@ class NodeType(IntEnum):
     @property
     def is_gateway(self) -> bool:
         """Gateways (exclusive, inclusive, parallel, loop) have codes above ACTIVITY."""
-        return self.value > NodeType.ACTIVITY.value
+        return self in _GATEWAYS
 
     @classmethod
     def of(cls, name: str | None, default: NodeType | None = None) -> NodeType:
@@ -42,3 +42,7 @@ class NodeType(IntEnum):
         """True when ``name`` is a type name the loader understands (used by validation)."""
         key = name.strip().upper()
         return key == "ITERATOR" or (key in cls.__members__ and key != "UNKNOWN")
+
+
+#: Looked up on every node a workflow walk passes (a set lookup, not an enum ``value`` access).
+_GATEWAYS: frozenset[NodeType] = frozenset(t for t in NodeType if t > NodeType.ACTIVITY)

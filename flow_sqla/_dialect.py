@@ -63,6 +63,21 @@ def json_dumps(value: Any) -> str:
 _JSON_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class EncodedJSON(sa.types.TypeDecorator[str]):
+    """The type of a bound JSON column value that is JSON text already (from :func:`json_dumps`).
+
+    The value goes to the driver as it is: the column's JSON type would encode the text again,
+    as a JSON string. The SQL is the JSON type's own (PostgreSQL still casts ``::JSON``). Used
+    for the graph document, the same text for every instance of a graph, encoded once.
+    """
+
+    impl = sa.JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+
 class DialectOps:
     """Statements on the instance row for one dialect, built against ``tables.repository``.
 
@@ -248,4 +263,11 @@ def _sqlite_lock_conflict(orig: BaseException) -> bool:
     return any(text in message for text in _SQLITE_LOCK_MESSAGES)
 
 
-__all__ = ["LOCK_COLUMNS", "ROW_COLUMNS", "WRITE_OPTIONS", "DialectOps", "json_dumps"]
+__all__ = [
+    "LOCK_COLUMNS",
+    "ROW_COLUMNS",
+    "WRITE_OPTIONS",
+    "DialectOps",
+    "EncodedJSON",
+    "json_dumps",
+]

@@ -24,7 +24,7 @@ from flow.errors import SnapshotError
 from flow.graph import Graph, Node
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, json_dumps
+from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
 from flow_sqla._engine import engine_for
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
 from flow_sqla._translate import translating
@@ -100,6 +100,13 @@ class _Operation:
             self.graph = root if isinstance(root, Graph) else node.graph
 
 
+class _ThreadOperations(threading.local):
+    """The operations running in the current thread, by instance id."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, _Operation] = {}
+
+
 class SqlStateRepository:
     """A :class:`~flow.workflow.StateRepository` with ``unit_of_work``, on SQLAlchemy Core.
 
@@ -134,11 +141,11 @@ class SqlStateRepository:
         self._cache: BoundedMap[StoredRow] | None = (
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
         )
-        self._local = threading.local()
+        self._local = _ThreadOperations()
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[bool, Executable] = {}
         self._updates: dict[bool, Executable] = {}
-        self._graph_docs: dict[int, tuple[Graph, dict[str, Any]]] = {}
+        self._graph_docs: dict[int, tuple[Graph, str]] = {}
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -224,14 +231,10 @@ class SqlStateRepository:
 
     def _op(self, instance_id: str) -> _Operation | None:
         """The operation running on ``instance_id`` in this thread, if any."""
-        ops: dict[str, _Operation] | None = getattr(self._local, "ops", None)
-        return None if ops is None else ops.get(instance_id)
+        return self._local.ops.get(instance_id)
 
     def _ops(self) -> dict[str, _Operation]:
-        ops: dict[str, _Operation] | None = getattr(self._local, "ops", None)
-        if ops is None:
-            ops = self._local.ops = {}
-        return ops
+        return self._local.ops
 
     # -- reading and writing the row ----------------------------------------------------
     def _locking_read(self, ctx: FlowContext, conn: Connection) -> StoredRow:
@@ -296,6 +299,8 @@ class SqlStateRepository:
         return stmt
 
     def _bind(self, name: str) -> sa.BindParameter[Any]:
+        if name == "graph":  # bound as the JSON text _graph_doc encoded once per graph
+            return sa.bindparam(name, type_=EncodedJSON())
         return sa.bindparam(name, type_=self.tables.repository.c[name].type)
 
     def _fetch(
@@ -352,14 +357,16 @@ class SqlStateRepository:
         result = op.conn.execute(self._update_statement(with_graph), params)
         return bool(result.rowcount)
 
-    def _graph_doc(self, graph: Graph) -> dict[str, Any]:
-        """``graph.to_dict()``, built once per graph object (graphs are immutable)."""
+    def _graph_doc(self, graph: Graph) -> str:
+        """``graph.to_dict()`` as JSON text, encoded once per graph object (graphs are
+        immutable): every new instance stores it, and encoding it costs more than the rest
+        of the operation's JSON together."""
         cached = self._graph_docs.get(id(graph))
         if cached is not None and cached[0] is graph:
             return cached[1]
         if len(self._graph_docs) >= GRAPH_DOCS_CAPACITY:
             self._graph_docs.clear()
-        doc = graph.to_dict()
+        doc = json_dumps(graph.to_dict())
         self._graph_docs[id(graph)] = (graph, doc)
         return doc
 
@@ -387,6 +394,8 @@ class SqlStateRepository:
         if not stored:
             return None
         data = ctx.data
+        if data.keys() >= stored.keys():  # the usual case after the first node of a walk
+            return None
         return {key: value for key, value in stored.items() if key not in data}
 
     def state_get(self, ctx: FlowContext, node: Node) -> TaskState:

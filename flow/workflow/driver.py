@@ -47,6 +47,10 @@ class WorkflowDriver(FlowDriver):
         #: False once a node handled since it was last set True was not COMPLETED (the executor
         #: uses it to tell a walk that only passed completed nodes, so ran no task code).
         self.only_completed = True
+        # The wrapped driver's node callbacks run for every node of every walk; most drivers
+        # keep FlowDriver's no-ops, which are then not called at all.
+        self._inner_on_start = _overrides(driver, "on_node_start")
+        self._inner_on_end = _overrides(driver, "on_node_end")
 
     # -- callbacks ---------------------------------------------------------------------
     def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
@@ -54,11 +58,13 @@ class WorkflowDriver(FlowDriver):
         variables = self.repository.vars_get(exchanger.context, node)
         if variables:
             exchanger.context.put_all(variables)
-        self.driver.on_node_start(exchanger, node)
+        if self._inner_on_start:
+            self.driver.on_node_start(exchanger, node)
 
     def on_node_end(self, exchanger: FlowExchanger, node: Node) -> None:
         """Delegate; reaching END means a claim found nothing to do."""
-        self.driver.on_node_end(exchanger, node)
+        if self._inner_on_end:
+            self.driver.on_node_end(exchanger, node)
         if node.type == NodeType.END:
             intent = current_intent(exchanger.context)
             if intent is not None and intent.type == IntentType.CLAIM_TASK:
@@ -155,6 +161,11 @@ class WorkflowDriver(FlowDriver):
                     exchanger.interrupt()
         else:
             self._settled(exchanger, intent, node, state)
+
+
+def _overrides(driver: FlowDriver, callback: str) -> bool:
+    """True when ``driver``'s class replaces :class:`FlowDriver`'s no-op ``callback``."""
+    return getattr(type(driver), callback) is not getattr(FlowDriver, callback)
 
 
 __all__ = ["WorkflowDriver"]

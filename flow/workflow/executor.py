@@ -296,7 +296,7 @@ class WorkflowExecutor:
             assignee=self._assignee(ctx, node),
             message=message,
             form_id=_form_id(node),
-            variables={k: v for k, v in ctx.ser_data().items() if k != INTENT_KEY},
+            variables=ctx.ser_data(),  # the intent is NonSerializable: never among them
             created_at=datetime.now(UTC),
         )
 
@@ -340,6 +340,8 @@ class WorkflowExecutor:
 
 
 def _checked_action(action: TaskAction | int, graph: Graph, node: Node) -> TaskAction:
+    if type(action) is TaskAction and action != TaskAction.UNKNOWN:
+        return action
     checked = TaskAction.of(int(action)) if isinstance(action, int) else TaskAction.UNKNOWN
     if checked == TaskAction.UNKNOWN:
         raise InvalidActionError(action, graph_id=graph.id, node_id=node.id)

@@ -12,7 +12,7 @@ from _support import approve, count_rows, ctx, executor, migrate, oa_graph, raw_
 from flow.errors import SnapshotError
 from flow.graph import Graph
 from flow.workflow import TaskAction, TaskRecord, TaskState
-from flow_sqla import SqlStateRepository, TaskHistoryRecorder
+from flow_sqla import FlowTables, SqlStateRepository, TaskHistoryRecorder
 
 APPLIED = {"oa:apply": 1002, "oa:amount": 1002}
 CLAIMED = {**APPLIED, "oa:manager": 1001}
@@ -40,6 +40,25 @@ def test_row_stores_the_graph_and_the_variables_but_not_the_actor(db: sa.Engine)
     assert row is not None
     assert row["vars"] == {"amount": 100, "title": "Trip"}
     assert Graph.from_dict(row["graph"]).id == "oa"
+
+
+def test_every_instance_stores_the_graph_as_a_json_object_the_database_can_query(
+    db: sa.Engine,
+) -> None:
+    # The graph's JSON text is encoded once per graph and bound as it is: the database must
+    # still see an object (not a JSON string holding the text), for each instance.
+    ex = executor(db)
+    for instance_id in ("graph-1", "graph-2"):
+        approve(ex, instance_id, "employee", amount=100)
+    table = FlowTables().repository
+    query = (
+        sa.select(table.c.graph["id"].as_string(), table.c.graph["title"].as_string())
+        .where(table.c.instant_id.in_(["graph-1", "graph-2"]))
+        .order_by(table.c.instant_id)
+    )
+    with db.connect() as conn:
+        stored = [tuple(row) for row in conn.execute(query)]
+    assert stored == [("oa", oa_graph().title)] * 2
 
 
 def test_rows_written_by_the_go_plugin_are_continued(db: sa.Engine) -> None:

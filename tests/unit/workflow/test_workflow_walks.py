@@ -9,6 +9,7 @@ from wf_support import LINE, PARALLEL_ACTORS, load
 
 from flow import FlowContext, FlowEngine, FlowInterceptor, MapContainer, Node, SimpleFlowDriver
 from flow.errors import GraphNotFoundError
+from flow.exchanger import FlowExchanger
 from flow.workflow import (
     ActorStateController,
     NotBlockStateController,
@@ -380,3 +381,36 @@ def test_the_workflow_intent_is_in_the_context_only_during_a_call(engine: FlowEn
     WorkflowExecutor(engine).claim_task("peek", ctx)
     assert seen and seen[0] is not None
     assert "WorkflowIntent" not in ctx
+
+
+class _CallbackDriver(SimpleFlowDriver):
+    """A graph driver with its own node callbacks: it logs them and stops the walk at ``B``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
+        self.seen.append(f"start {node.id}")
+        if node.id == "B":
+            exchanger.stop()
+
+    def on_node_end(self, exchanger: FlowExchanger, node: Node) -> None:
+        self.seen.append(f"end {node.id}")
+
+
+def test_the_graph_drivers_own_node_callbacks_run_under_the_workflow_driver() -> None:
+    engine = FlowEngine()
+    driver = _CallbackDriver()
+    engine.register_driver(None, driver)
+    load(engine, LINE)
+    wf, ctx = WorkflowExecutor(engine, NotBlockStateController()), FlowContext.of("cb")
+    task = wf.claim_task("line", ctx)
+    # A runs and completes; the driver's on_node_start of B stops the walk before B's task.
+    assert task is not None and (task.node_id, task.state) == ("A", TaskState.COMPLETED)
+    assert driver.seen == ["start start", "end start", "start A", "end A", "start B"]
+    assert wf.get_state(_line_node(engine, "B"), ctx) is TaskState.UNKNOWN
+
+
+def _line_node(engine: FlowEngine, node_id: str) -> Node:
+    return engine.get_graph_or_throw("line").get_node_or_throw(node_id)
