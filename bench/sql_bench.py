@@ -311,6 +311,21 @@ def _throwaway(server: str) -> tuple[str, Callable[[], None]]:
     return sa.make_url(server).set(database=name).render_as_string(hide_password=False), drop
 
 
+def prepared_database(server: str) -> tuple[str, Callable[[], None]]:
+    """A throwaway database on ``server`` migrated to head: its URL and the function that
+    drops it."""
+    dsn, drop = _throwaway(server)
+    engine = sa.create_engine(dsn)
+    try:
+        migrations.upgrade(engine)
+    except BaseException:
+        drop()
+        raise
+    finally:
+        engine.dispose()
+    return dsn, drop
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,4,16")
@@ -320,11 +335,8 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the median counts")
     args = parser.parse_args()
-    dsn, drop = _throwaway(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
+    dsn, drop = prepared_database(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
     try:
-        engine = sa.create_engine(dsn)
-        migrations.upgrade(engine)
-        engine.dispose()
         header = ("variant", "N", "approvals/s", "vs (b)", "vs (b')", "vs (a)", "stmts/approval")
         print("{:42} {:>3} {:>12} {:>7} {:>8} {:>7} {:>15}".format(*header))
         for workers in (int(n) for n in args.workers.split(",")):
