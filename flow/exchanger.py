@@ -104,7 +104,8 @@ class FlowExchanger:
     def branch_ends(self) -> bool:
         """The engine's check after each step and callback: true when the evaluation is
         stopped, or when the current branch was interrupted (the interrupt is consumed: it ends
-        this branch only). One call, as it runs several times per node."""
+        this branch only). One call, as it runs several times per node; the stop test is
+        :attr:`is_stopped`'s, written out to spare a property call on that path."""
         if self._stopped or self.context._stopped:
             return True
         if self.interrupted:
