@@ -29,13 +29,7 @@ sys.path.insert(0, str(HERE))
 
 import sql_bench  # noqa: E402
 
-VARIANTS = {
-    "flow": "flow_sqla submit_at (operation)",
-    "claim": "flow_sqla claim+submit (operation)",
-    "a": "(a) bare MySQLdb",
-    "b": "(b) SQLAlchemy text() + begin()",
-    "b'": "(b') SQLAlchemy exec_driver_sql + begin()",
-}
+VARIANTS = sql_bench.SHORT_NAMES
 WARM_UP = 20
 
 

@@ -1,14 +1,20 @@
 """Approvals per second through flow_sqla on MariaDB/MySQL, next to hand-written SQL.
 
-Usage: ``python bench/sql_bench.py [--workers 1,4,16] [--instances 40] [--repeat 3]``. The
-server comes from ``FLOW_MYSQL_DSN`` (default ``mysql+mysqldb://root@127.0.0.1:3306/test``);
-the script creates its own throwaway database and drops it afterwards.
+Usage: ``python bench/sql_bench.py [--workers 1,4,16] [--slice 100] [--rounds 20]
+[--variants flow,b,...]``. The server comes from ``FLOW_MYSQL_DSN`` (default
+``mysql+mysqldb://root@127.0.0.1:3306/test``); the script creates its own throwaway database
+and drops it afterwards.
 
-Each worker is an OS process that starts ``--instances`` OA instances (more when needed to reach
-``--min-instances`` in all) and drives each to its end: two approvals (the employee's, then the
-manager's). Setup (connection, engine, graph) and one warm-up instance per worker are not
-timed. Each cell runs ``--repeat`` rounds, variants interleaved and their order rotated from
-round to round; the median is printed, then the ratio of ``submit_at`` to (b) in each round.
+For each N, N worker processes are started once and set up every variant (connection, engine,
+graph; one untimed warm-up instance each). The variants then alternate in short timed
+*slices*: in a slice every worker drives ``--slice``/N new OA instances (at least 8) of one
+variant to their end, two approvals each (the employee's, then the manager's). A round runs
+one slice of every variant, forwards in even rounds and backwards in odd ones, with
+``submit_at`` and (b) always back to back. A variant's rate is all its approvals over all its
+slices' time; the line under each N gives the median and spread of ``submit_at`` / (b) over
+the rounds' back-to-back pairs. Short alternating slices matter on a shared machine whose
+speed drifts by tens of percent within a minute: long rounds, one variant after another,
+measured the drift as much as the code.
 Variants:
 
 * ``flow_sqla submit_at``: ``submit_task_at`` for both approvals — the same work as the
@@ -47,8 +53,9 @@ sys.path.insert(0, str(ROOT))
 from flow.context import FlowContext  # noqa: E402
 from flow.engine import FlowEngine  # noqa: E402
 from flow.graph import Graph  # noqa: E402
-from flow.workflow import ActorStateController, TaskAction  # noqa: E402
-from flow_sqla import migrations, sql_workflow  # noqa: E402
+from flow.workflow import ActorStateController, TaskAction, WorkflowExecutor  # noqa: E402
+from flow_sqla import SqlStateRepository, migrations, sql_workflow  # noqa: E402
+from flow_sqla.repository import CacheMode  # noqa: E402
 
 DEFAULT_DSN = "mysql+mysqldb://root@127.0.0.1:3306/test"
 SPAWN = multiprocessing.get_context("spawn")
@@ -195,27 +202,32 @@ def setup_sqlalchemy_text(dsn: str, counter: list[int]) -> tuple[Runner, Closer]
 
 
 # -- flow_sqla --------------------------------------------------------------------------------
-def _executor(dsn: str, cache: str, counter: list[int]) -> Any:
+def _executor(dsn: str, cache: CacheMode, counter: list[int]) -> tuple[WorkflowExecutor, sa.Engine]:
+    """The OA executor on ``dsn`` and its SQLAlchemy engine (statements counted)."""
     engine = FlowEngine()
     engine.load(Graph.from_file(ROOT / "examples" / "oa.yml"))
-    ex = sql_workflow(dsn, engine, state_controller=ActorStateController(), cache=cache)  # type: ignore[arg-type]
-    _count(ex.state_repository.engine, counter)
-    return ex
+    ex = sql_workflow(dsn, engine, state_controller=ActorStateController(), cache=cache)
+    repository = ex.state_repository
+    assert isinstance(repository, SqlStateRepository)
+    _count(repository.engine, counter)
+    return ex, repository.engine
 
 
-def setup_flow_submit_at(dsn: str, counter: list[int], cache: str) -> tuple[Runner, Closer]:
-    ex = _executor(dsn, cache, counter)
+def setup_flow_submit_at(dsn: str, counter: list[int], cache: CacheMode) -> tuple[Runner, Closer]:
+    ex, db = _executor(dsn, cache, counter)
 
     def run(instance_id: str) -> None:
         for actor, node, *_ in STEPS:
             ctx = FlowContext.of(instance_id, {"actor": actor, "amount": 100})
             ex.submit_task_at("oa", node, TaskAction.FORWARD, ctx)
 
-    return run, ex.state_repository.engine.dispose
+    return run, db.dispose
 
 
-def setup_flow_claim_submit(dsn: str, counter: list[int], cache: str) -> tuple[Runner, Closer]:
-    ex = _executor(dsn, cache, counter)
+def setup_flow_claim_submit(
+    dsn: str, counter: list[int], cache: CacheMode
+) -> tuple[Runner, Closer]:
+    ex, db = _executor(dsn, cache, counter)
 
     def run(instance_id: str) -> None:
         for actor, *_ in STEPS:
@@ -224,7 +236,7 @@ def setup_flow_claim_submit(dsn: str, counter: list[int], cache: str) -> tuple[R
             if not ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx):
                 raise RuntimeError(f"{instance_id}: {actor}'s approval was not waiting")
 
-    return run, ex.state_repository.engine.dispose
+    return run, db.dispose
 
 
 def _count(engine: sa.Engine, counter: list[int]) -> None:
@@ -234,67 +246,165 @@ def _count(engine: sa.Engine, counter: list[int]) -> None:
     sa.event.listen(engine, "before_cursor_execute", before)
 
 
+# FLOW and (b) first: run_cell keeps the first two back to back in every round.
 VARIANTS: dict[str, Variant] = {
     "flow_sqla submit_at (operation)": lambda d, c: setup_flow_submit_at(d, c, "operation"),
+    "(b) SQLAlchemy text() + begin()": setup_sqlalchemy_construct,
     "flow_sqla claim+submit (operation)": lambda d, c: setup_flow_claim_submit(d, c, "operation"),
     "flow_sqla claim+submit (process)": lambda d, c: setup_flow_claim_submit(d, c, "process"),
     "(a) bare MySQLdb": setup_mysqldb,
-    "(b) SQLAlchemy text() + begin()": setup_sqlalchemy_construct,
     "(b') SQLAlchemy exec_driver_sql + begin()": setup_sqlalchemy_text,
 }
+#: Short names for ``--variants`` (and ``client_instructions.py``).
+SHORT_NAMES = {
+    "flow": "flow_sqla submit_at (operation)",
+    "b": "(b) SQLAlchemy text() + begin()",
+    "claim": "flow_sqla claim+submit (operation)",
+    "claim-process": "flow_sqla claim+submit (process)",
+    "a": "(a) bare MySQLdb",
+    "b'": "(b') SQLAlchemy exec_driver_sql + begin()",
+}
+#: Fewer instances per worker and slice would let the last worker's tail dominate a slice.
+MIN_PER_WORKER = 8
 
 
-def worker(variant: str, dsn: str, ids: list[str], barrier: Any, results: Any) -> None:
+class _Slice:
+    """One timed slice of one variant: every worker drives its instances, started together."""
+
+    def __init__(self, approvals: int, elapsed: float, statements: int) -> None:
+        self.approvals = approvals
+        self.elapsed = elapsed
+        self.statements = statements
+
+    @property
+    def rate(self) -> float:
+        return self.approvals / self.elapsed
+
+
+def worker(names: list[str], dsn: str, jobs: Any, barrier: Any, results: Any) -> None:
+    """A long-lived worker process: sets every variant up once (connection, engine, graph)
+    and warms it up with one untimed instance, then runs slices on command until ``None``.
+
+    Keeping the workers alive lets the variants alternate in short slices, so that a change
+    in the machine's speed (disk flushes, other tenants) hits every variant alike instead of
+    whichever happened to run during it."""
+    setups: dict[str, tuple[Runner, Closer]] = {}
     try:
-        counter = [0]
-        run, close = VARIANTS[variant](dsn, counter)
-        try:
-            run(f"{ids[0]}-warm")  # connect, compile, first-use caches: not timed
+        counters = {name: [0] for name in names}
+        for name in names:
+            setups[name] = VARIANTS[name](dsn, counters[name])
+            setups[name][0](f"warm-{uuid.uuid4().hex}")  # connect, compile, first-use caches
+        results.put((0.0, 0.0, 0, None))
+        while (job := jobs.get()) is not None:
+            name, ids = job
+            run, counter = setups[name][0], counters[name]
             counter[0] = 0
             barrier.wait(timeout=120)
             start = time.perf_counter()
             for instance_id in ids:
                 run(instance_id)
             results.put((start, time.perf_counter(), counter[0], None))
-        finally:
-            close()
     except BaseException as exc:
         results.put((0.0, 0.0, 0, repr(exc)))
+    finally:
+        for _, close in setups.values():
+            close()
 
 
-def measure(variant: str, dsn: str, workers: int, per_worker: int) -> tuple[float, float]:
-    """(approvals per second, statements per approval) for one variant and worker count."""
-    tag = uuid.uuid4().hex[:6]
-    barrier = SPAWN.Barrier(workers)
-    results = SPAWN.Queue()
-    procs = [
-        SPAWN.Process(
-            target=worker,
-            args=(variant, dsn, [f"{tag}-{w}-{n}" for n in range(per_worker)], barrier, results),
-            daemon=True,
+class Workers:
+    """``count`` worker processes holding every variant of ``names``, ready to run slices."""
+
+    def __init__(self, names: list[str], dsn: str, count: int) -> None:
+        self.results = SPAWN.Queue()
+        self.barrier = SPAWN.Barrier(count)
+        self.jobs = [SPAWN.Queue() for _ in range(count)]
+        self.procs = [
+            SPAWN.Process(target=worker, args=(names, dsn, jobs, self.barrier, self.results))
+            for jobs in self.jobs
+        ]
+        self.slices = 0
+        for proc in self.procs:
+            proc.start()
+        self._collect()  # every worker set up and warm
+
+    def run(self, name: str, per_worker: int) -> _Slice:
+        """Time one slice: each worker drives ``per_worker`` new instances of ``name``."""
+        self.slices += 1
+        tag = f"{uuid.uuid4().hex[:6]}-{self.slices}"
+        for number, jobs in enumerate(self.jobs):
+            jobs.put((name, [f"{tag}-{number}-{n}" for n in range(per_worker)]))
+        outcomes = self._collect()
+        elapsed = max(end for _, end, _ in outcomes) - min(start for start, _, _ in outcomes)
+        approvals = len(self.jobs) * per_worker * len(STEPS)
+        return _Slice(approvals, elapsed, sum(count for _, _, count in outcomes))
+
+    def _collect(self) -> list[tuple[float, float, int]]:
+        outcomes = [self.results.get(timeout=600) for _ in self.procs]
+        errors = [error for *_, error in outcomes if error]
+        if errors:
+            self.close()
+            raise RuntimeError(errors[0])
+        return [(start, end, count) for start, end, count, _ in outcomes]
+
+    def close(self) -> None:
+        for jobs in self.jobs:
+            jobs.put(None)
+        for proc in self.procs:
+            proc.join(timeout=60)
+            if proc.is_alive():
+                proc.kill()
+
+
+FLOW = "flow_sqla submit_at (operation)"
+BASE_A = "(a) bare MySQLdb"
+BASE_B = "(b) SQLAlchemy text() + begin()"
+BASE_B_RAW = "(b') SQLAlchemy exec_driver_sql + begin()"
+
+
+def slice_order(names: list[str], round_no: int) -> list[str]:
+    """The variants of one round: forwards in even rounds, backwards in odd ones. ``FLOW``
+    and ``BASE_B`` come first in ``names``, so they always run back to back, each first in
+    every other round."""
+    return names if round_no % 2 == 0 else names[::-1]
+
+
+def run_cell(
+    workers: Workers, names: list[str], per_worker: int, rounds: int
+) -> dict[str, list[_Slice]]:
+    slices: dict[str, list[_Slice]] = {name: [] for name in names}
+    for round_no in range(rounds):
+        for name in slice_order(names, round_no):
+            slices[name].append(workers.run(name, per_worker))
+    return slices
+
+
+def _rate(slices: list[_Slice]) -> float:
+    """Approvals per second over every slice of a variant (all approvals / all time)."""
+    return sum(s.approvals for s in slices) / sum(s.elapsed for s in slices)
+
+
+def _paired(slices: dict[str, list[_Slice]]) -> list[float]:
+    """``FLOW`` over ``BASE_B`` in each round: the two slices ran back to back."""
+    pairs = zip(slices[FLOW], slices[BASE_B], strict=True)
+    return [ours.rate / base.rate for ours, base in pairs]
+
+
+def report(workers: int, slices: dict[str, list[_Slice]]) -> None:
+    rates = {name: _rate(found) for name, found in slices.items()}
+    bases = [rates.get(name) for name in (BASE_B, BASE_B_RAW, BASE_A)]
+    for name, rate in rates.items():
+        ratios = " ".join(f"{rate / base:>7.0%}" if base else f"{'-':>7}" for base in bases)
+        found = slices[name]
+        statements = sum(s.statements for s in found) / sum(s.approvals for s in found)
+        print(f"{name:42} {workers:>3} {rate:>12.1f} {ratios} {statements:>15.2f}")
+    if FLOW in slices and BASE_B in slices:
+        paired = sorted(_paired(slices))
+        quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else paired * 3
+        print(
+            f"  submit_at / (b), back-to-back slices: median {statistics.median(paired):.0%}, "
+            f"quartiles {quartiles[0]:.0%}-{quartiles[2]:.0%}, "
+            f"range {paired[0]:.0%}-{paired[-1]:.0%} ({len(paired)} rounds)"
         )
-        for w in range(workers)
-    ]
-    for proc in procs:
-        proc.start()
-    outcomes = [results.get(timeout=600) for _ in procs]
-    for proc in procs:
-        proc.join()
-    errors = [e for *_, e in outcomes if e]
-    if errors:
-        raise RuntimeError(f"{variant}: {errors[0]}")
-    elapsed = max(end for _, end, _, _ in outcomes) - min(start for start, *_ in outcomes)
-    approvals = workers * per_worker * len(STEPS)
-    statements = sum(count for _, _, count, _ in outcomes)
-    return approvals / elapsed, statements / approvals
-
-
-def _paired(runs: dict[str, list[tuple[float, float]]]) -> str:
-    """flow_sqla ``submit_at`` over baseline (b) for each round (the two ran back to back), to
-    show how much of a difference is the machine's noise."""
-    ours = runs["flow_sqla submit_at (operation)"]
-    base = runs["(b) SQLAlchemy text() + begin()"]
-    return " ".join(f"{o / b:.0%}" for (o, _), (b, _) in zip(ours, base, strict=True))
 
 
 def _throwaway(server: str) -> tuple[str, Callable[[], None]]:
@@ -329,35 +439,31 @@ def prepared_database(server: str) -> tuple[str, Callable[[], None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,4,16")
-    parser.add_argument("--instances", type=int, default=40, help="instances per worker")
     parser.add_argument(
-        "--min-instances", type=int, default=500, help="at least this many instances in all"
+        "--slice", type=int, default=100, help="instances per slice, shared by the workers"
     )
-    parser.add_argument("--repeat", type=int, default=3, help="runs per cell; the median counts")
+    parser.add_argument("--rounds", type=int, default=20, help="slices per variant and N")
+    parser.add_argument(
+        "--variants", default=",".join(SHORT_NAMES), help=f"from {','.join(SHORT_NAMES)}"
+    )
     args = parser.parse_args()
+    keys = [key.strip() for key in args.variants.split(",")]
+    unknown = [key for key in keys if key not in SHORT_NAMES]
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; choose from {','.join(SHORT_NAMES)}")
+    names = [name for name in VARIANTS if name in {SHORT_NAMES[key] for key in keys}]
     dsn, drop = prepared_database(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
     try:
         header = ("variant", "N", "approvals/s", "vs (b)", "vs (b')", "vs (a)", "stmts/approval")
-        print("{:42} {:>3} {:>12} {:>7} {:>8} {:>7} {:>15}".format(*header))
-        for workers in (int(n) for n in args.workers.split(",")):
-            per_worker = max(args.instances, -(-args.min_instances // workers))
-            runs: dict[str, list[tuple[float, float]]] = {v: [] for v in VARIANTS}
-            names = list(VARIANTS)
-            for round_no in range(args.repeat):
-                # Interleaved, so drifting load hits every variant, and rotated, so no variant
-                # is always the one that runs right after the previous cell's load.
-                shift = round_no % len(names)
-                for variant in names[shift:] + names[:shift]:
-                    runs[variant].append(measure(variant, dsn, workers, per_worker))
-            rows = {v: (statistics.median(r for r, _ in rs), rs[0][1]) for v, rs in runs.items()}
-            base_a = rows["(a) bare MySQLdb"][0]
-            base_b = rows["(b) SQLAlchemy text() + begin()"][0]
-            base_b_raw = rows["(b') SQLAlchemy exec_driver_sql + begin()"][0]
-            for variant, (rate, stmts) in rows.items():
-                ratios = (rate / base_b, rate / base_b_raw, rate / base_a)
-                print(f"{variant:42} {workers:>3} {rate:>12.1f} {ratios[0]:>7.0%} "
-                      f"{ratios[1]:>8.0%} {ratios[2]:>7.0%} {stmts:>15.2f}")  # fmt: skip
-            print(f"{'  per run, submit_at vs (b) of the same round':46} {_paired(runs)}")
+        print("{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15}".format(*header))
+        for count in (int(n) for n in args.workers.split(",")):
+            per_worker = max(MIN_PER_WORKER, -(-args.slice // count))
+            workers = Workers(names, dsn, count)
+            try:
+                slices = run_cell(workers, names, per_worker, args.rounds)
+            finally:
+                workers.close()
+            report(count, slices)
     finally:
         drop()
 
