@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import statistics
@@ -43,7 +44,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -271,14 +272,41 @@ MIN_PER_WORKER = 8
 class _Slice:
     """One timed slice of one variant: every worker drives its instances, started together."""
 
-    def __init__(self, approvals: int, elapsed: float, statements: int) -> None:
+    def __init__(
+        self, approvals: int, elapsed: float, statements: int, client_cpu: float, server_cpu: float
+    ) -> None:
         self.approvals = approvals
         self.elapsed = elapsed
         self.statements = statements
+        self.client_cpu = client_cpu  # seconds, all workers
+        self.server_cpu = server_cpu  # seconds, the server process (nan when not local)
 
     @property
     def rate(self) -> float:
         return self.approvals / self.elapsed
+
+
+def _server_pid() -> int | None:
+    """The local MariaDB/MySQL server process, when there is one (its CPU time is read)."""
+    for name in ("mariadbd", "mysqld"):
+        for entry in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if entry.read_text().strip() == name:
+                    return int(entry.parent.name)
+            except OSError:
+                continue
+    return None
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of process ``pid`` so far (nan when unknown)."""
+    if pid is None:
+        return math.nan
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def worker(names: list[str], dsn: str, jobs: Any, barrier: Any, results: Any) -> None:
@@ -294,21 +322,32 @@ def worker(names: list[str], dsn: str, jobs: Any, barrier: Any, results: Any) ->
         for name in names:
             setups[name] = VARIANTS[name](dsn, counters[name])
             setups[name][0](f"warm-{uuid.uuid4().hex}")  # connect, compile, first-use caches
-        results.put((0.0, 0.0, 0, None))
+        results.put((0.0, 0.0, 0, 0.0, None))
         while (job := jobs.get()) is not None:
             name, ids = job
             run, counter = setups[name][0], counters[name]
             counter[0] = 0
             barrier.wait(timeout=120)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for instance_id in ids:
                 run(instance_id)
-            results.put((start, time.perf_counter(), counter[0], None))
+            end, cpu = time.perf_counter(), time.process_time() - cpu
+            results.put((start, end, counter[0], cpu, None))
     except BaseException as exc:
-        results.put((0.0, 0.0, 0, repr(exc)))
+        results.put((0.0, 0.0, 0, 0.0, repr(exc)))
     finally:
         for _, close in setups.values():
             close()
+
+
+class _Outcome(NamedTuple):
+    """What one worker reports for one slice."""
+
+    start: float
+    end: float
+    statements: int
+    cpu: float
+    error: str | None
 
 
 class Workers:
@@ -323,6 +362,7 @@ class Workers:
             for jobs in self.jobs
         ]
         self.slices = 0
+        self.server_pid = _server_pid()
         for proc in self.procs:
             proc.start()
         self._collect()  # every worker set up and warm
@@ -331,20 +371,24 @@ class Workers:
         """Time one slice: each worker drives ``per_worker`` new instances of ``name``."""
         self.slices += 1
         tag = f"{uuid.uuid4().hex[:6]}-{self.slices}"
+        server_cpu = _cpu_seconds(self.server_pid)
         for number, jobs in enumerate(self.jobs):
             jobs.put((name, [f"{tag}-{number}-{n}" for n in range(per_worker)]))
         outcomes = self._collect()
-        elapsed = max(end for _, end, _ in outcomes) - min(start for start, _, _ in outcomes)
+        server_cpu = _cpu_seconds(self.server_pid) - server_cpu
+        elapsed = max(o.end for o in outcomes) - min(o.start for o in outcomes)
         approvals = len(self.jobs) * per_worker * len(STEPS)
-        return _Slice(approvals, elapsed, sum(count for _, _, count in outcomes))
+        statements = sum(o.statements for o in outcomes)
+        client_cpu = sum(o.cpu for o in outcomes)
+        return _Slice(approvals, elapsed, statements, client_cpu, server_cpu)
 
-    def _collect(self) -> list[tuple[float, float, int]]:
-        outcomes = [self.results.get(timeout=600) for _ in self.procs]
-        errors = [error for *_, error in outcomes if error]
+    def _collect(self) -> list[_Outcome]:
+        outcomes = [_Outcome(*self.results.get(timeout=600)) for _ in self.procs]
+        errors = [o.error for o in outcomes if o.error]
         if errors:
             self.close()
             raise RuntimeError(errors[0])
-        return [(start, end, count) for start, end, count, _ in outcomes]
+        return outcomes
 
     def close(self) -> None:
         for jobs in self.jobs:
@@ -395,8 +439,14 @@ def report(workers: int, slices: dict[str, list[_Slice]]) -> None:
     for name, rate in rates.items():
         ratios = " ".join(f"{rate / base:>7.0%}" if base else f"{'-':>7}" for base in bases)
         found = slices[name]
-        statements = sum(s.statements for s in found) / sum(s.approvals for s in found)
-        print(f"{name:42} {workers:>3} {rate:>12.1f} {ratios} {statements:>15.2f}")
+        approvals = sum(s.approvals for s in found)
+        statements = sum(s.statements for s in found) / approvals
+        client = sum(s.client_cpu for s in found) / approvals * 1000
+        server = sum(s.server_cpu for s in found) / approvals * 1000
+        print(
+            f"{name:42} {workers:>3} {rate:>12.1f} {ratios} {statements:>15.2f} "
+            f"{client:>10.3f} {server:>10.3f}"
+        )
     if FLOW in slices and BASE_B in slices:
         paired = sorted(_paired(slices))
         quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else paired * 3
@@ -455,7 +505,11 @@ def main() -> None:
     dsn, drop = prepared_database(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
     try:
         header = ("variant", "N", "approvals/s", "vs (b)", "vs (b')", "vs (a)", "stmts/approval")
-        print("{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15}".format(*header))
+        print(
+            "{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15} {:>10} {:>10}".format(
+                *header, "client ms", "server ms"
+            )
+        )
         for count in (int(n) for n in args.workers.split(",")):
             per_worker = max(MIN_PER_WORKER, -(-args.slice // count))
             workers = Workers(names, dsn, count)
