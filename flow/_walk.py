@@ -83,7 +83,7 @@ class Walk:
                     ex.reverting = False
             else:
                 ex.context.trace.record_node(node.graph, node)
-            if not ex.reverting and not ex.next_step():
+            if not ex.reverting and ex.steps >= 0 and not ex.next_step():
                 ex.stop()
                 return
             node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
@@ -126,7 +126,12 @@ class Walk:
         if not self.node_start(node):
             return False
         if node.when is None or self.condition(node.graph, node.when, True):
-            call_task(ex.driver.handle_task, ex, node)
+            try:  # call_task, written out: this runs for every task node of every walk
+                ex.driver.handle_task(ex, node)
+            except FlowError:
+                raise
+            except Exception as exc:
+                raise TaskError(node.graph.id, node.id) from exc
         if ex.branch_ends():
             return False
         return self.node_end(node)

@@ -124,13 +124,16 @@ class FlowContext:
     def ser_data(self) -> dict[str, Any]:
         """The entries a snapshot keeps: not ``"context"``, not :class:`NonSerializable`
         instances, only string keys and values :mod:`flow.codec` can represent."""
+        plain = codec.PLAIN_TYPES
         return {
             key: value
             for key, value in self.data.items()
             if key != _SELF_KEY
             and isinstance(key, str)
-            and not isinstance(value, NonSerializable)
-            and codec.is_representable(value)
+            and (
+                type(value) in plain
+                or (not isinstance(value, NonSerializable) and codec.is_representable(value))
+            )
         }
 
     def to_json(self) -> str:

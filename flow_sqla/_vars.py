@@ -112,6 +112,17 @@ class VarsPolicy:
                 ) from exc
         return out
 
+    def check(self, instance_id: str, data: Mapping[str, Any]) -> None:
+        """Raise :class:`SnapshotError` as :meth:`encode` would, without building its result.
+
+        Runs at every state change (so a bad value is rejected before anything is written),
+        hence the shortcut: a context whose values are all of types that can never be
+        rejected (plain scalars, opaque objects) needs no per-entry look."""
+        if _NEVER_REJECTED.issuperset(map(type, data.values())):
+            return
+        if not all(_never_rejected(kind) for kind in set(map(type, data.values()))):
+            self.encode(instance_id, data)
+
     def decode(self, instance_id: str, raw: Any) -> dict[str, Any]:
         """The Python values of a stored ``vars`` document (``None`` reads as empty).
 
@@ -127,6 +138,22 @@ class VarsPolicy:
             ) from exc
         excluded = self.excluded
         return {k: v for k, v in values.items() if k not in excluded and v is not None}
+
+
+#: Value types :meth:`VarsPolicy.check` has found can never be rejected (grows as it learns).
+_NEVER_REJECTED: set[type] = set(codec.PLAIN_TYPES)
+
+
+def _never_rejected(kind: type) -> bool:
+    """True for a type whose values are stored as they are or left out, never rejected:
+    the plain scalars and opaque objects (remembered); false for floats (NaN), containers
+    and every other type the codec looks into."""
+    if kind in _NEVER_REJECTED:
+        return True
+    if issubclass(kind, NonSerializable) or not issubclass(kind, _DATA_TYPES):
+        _NEVER_REJECTED.add(kind)
+        return True
+    return False
 
 
 def _is_data(value: Any) -> bool:

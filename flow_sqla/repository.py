@@ -415,7 +415,7 @@ class SqlStateRepository:
                 self.state_put(ctx, node, state)
             return
         op.note_graph(ctx, node)
-        self._vars.encode(op.instance_id, ctx.data)
+        self._vars.check(op.instance_id, ctx.data)
         op.states[state_key(node)] = int(state)
 
     def state_remove(self, ctx: FlowContext, node: Node) -> None:
@@ -425,7 +425,7 @@ class SqlStateRepository:
                 self.state_remove(ctx, node)
             return
         op.note_graph(ctx, node)
-        self._vars.encode(op.instance_id, ctx.data)
+        self._vars.check(op.instance_id, ctx.data)
         op.states.pop(state_key(node), None)
 
     def state_clear(self, ctx: FlowContext) -> None:
@@ -434,7 +434,7 @@ class SqlStateRepository:
             with self.unit_of_work(ctx, lock=True):
                 self.state_clear(ctx)
             return
-        self._vars.encode(op.instance_id, ctx.data)
+        self._vars.check(op.instance_id, ctx.data)
         op.states.clear()
 
     # -- snapshots and inspection ------------------------------------------------------

@@ -8,11 +8,12 @@ walk, reading and writing node states in the repository (reference ``WorkflowDri
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from flow.driver import FlowDriver
 from flow.node_type import NodeType
-from flow.workflow._intent import IntentType, WorkflowIntent, current_intent
+from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent, current_intent
 from flow.workflow.states import TaskState
 from flow.workflow.task import Task
 
@@ -49,8 +50,7 @@ class WorkflowDriver(FlowDriver):
         self.only_completed = True
         # The wrapped driver's node callbacks run for every node of every walk; most drivers
         # keep FlowDriver's no-ops, which are then not called at all.
-        self._inner_on_start = _overrides(driver, "on_node_start")
-        self._inner_on_end = _overrides(driver, "on_node_end")
+        self._inner_on_start, self._inner_on_end = _callbacks_overridden(type(driver))
 
     # -- callbacks ---------------------------------------------------------------------
     def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
@@ -80,7 +80,9 @@ class WorkflowDriver(FlowDriver):
     def handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
         """Apply the state table to an activity or gateway whose ``when`` holds."""
         ctx = exchanger.context
-        intent = current_intent(ctx) or WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
+        intent = ctx.data.get(INTENT_KEY)  # current_intent, written out (runs for every node)
+        if not isinstance(intent, WorkflowIntent):
+            intent = WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
         state = self.repository.state_get(ctx, node)
         if state != TaskState.COMPLETED:
             self.only_completed = False
@@ -105,11 +107,11 @@ class WorkflowDriver(FlowDriver):
                 return
             self.post_handle_task(exchanger, node)
             if exchanger.is_stopped or exchanger.is_interrupted:
-                intent.task = self._task(exchanger, intent, node, TaskState.WAITING)
+                intent.found(node, TaskState.WAITING, ctx)
                 if state == TaskState.UNKNOWN:
                     self.repository.state_put(ctx, node, TaskState.WAITING)
             else:
-                intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+                intent.found(node, TaskState.COMPLETED, ctx)
                 self.repository.state_put(ctx, node, TaskState.COMPLETED)
         else:
             self._settled(exchanger, intent, node, state)
@@ -121,19 +123,19 @@ class WorkflowDriver(FlowDriver):
         walk passes a completed node and stops at a terminated one."""
         if state == TaskState.TERMINATED:
             if intent.type == IntentType.FIND_TASK:
-                intent.task = self._task(exchanger, intent, node, TaskState.TERMINATED)
+                intent.found(node, TaskState.TERMINATED, exchanger.context)
             exchanger.stop()
         elif state == TaskState.COMPLETED and intent.type == IntentType.FIND_TASK:
-            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+            intent.found(node, TaskState.COMPLETED, exchanger.context)
 
     def _dry_auto(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
     ) -> None:
         if state == TaskState.WAITING:
-            intent.task = self._task(exchanger, intent, node, TaskState.WAITING)
+            intent.found(node, TaskState.WAITING, exchanger.context)
             exchanger.stop()
         else:
-            intent.task = self._task(exchanger, intent, node, TaskState.COMPLETED)
+            intent.found(node, TaskState.COMPLETED, exchanger.context)
             self.repository.state_put(exchanger.context, node, TaskState.COMPLETED)
 
     def _human(
@@ -163,9 +165,14 @@ class WorkflowDriver(FlowDriver):
             self._settled(exchanger, intent, node, state)
 
 
-def _overrides(driver: FlowDriver, callback: str) -> bool:
-    """True when ``driver``'s class replaces :class:`FlowDriver`'s no-op ``callback``."""
-    return getattr(type(driver), callback) is not getattr(FlowDriver, callback)
+@functools.cache
+def _callbacks_overridden(driver_class: type[FlowDriver]) -> tuple[bool, bool]:
+    """Whether ``driver_class`` replaces :class:`FlowDriver`'s no-op ``on_node_start`` and
+    ``on_node_end`` (worked out once per class: a driver is made for every operation)."""
+    return (
+        driver_class.on_node_start is not FlowDriver.on_node_start,
+        driver_class.on_node_end is not FlowDriver.on_node_end,
+    )
 
 
 __all__ = ["WorkflowDriver"]

@@ -30,6 +30,7 @@ from flow.workflow.repository import InMemoryStateRepository, state_key
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
+    from flow.driver import FlowDriver
     from flow.engine import FlowEngine
     from flow.workflow.controllers import StateController
     from flow.workflow.records import TaskRecorder
@@ -222,7 +223,7 @@ class WorkflowExecutor:
             current = None
             target: Node | None = next_node
             if next_node.type.is_gateway:
-                found = self._walk(graph, ctx, IntentType.FIND_TASK).task
+                found = self._find_walk(graph, ctx, exchanger.driver)
                 if found is not None and found.state == TaskState.TERMINATED:
                     break
                 target = None if found is None else found.node
@@ -238,6 +239,13 @@ class WorkflowExecutor:
                 self.engine.eval_exchanger(target.graph, walker)
                 current = _end_reached(graph, target, driver, ctx)
         return current
+
+    def _find_walk(self, graph: Graph, ctx: FlowContext, driver: FlowDriver) -> Task | None:
+        """The task a find walk reports, walked with the submit's own driver when it is a
+        (non-dry) :class:`WorkflowDriver` (it holds no per-walk state a find walk reads)."""
+        if isinstance(driver, WorkflowDriver) and not driver.dry_run:
+            return self._walk(graph, ctx, IntentType.FIND_TASK, driver).task
+        return self._walk(graph, ctx, IntentType.FIND_TASK).task
 
     def _back(self, node: Node, ctx: FlowContext, visited: set[Node]) -> None:
         """Remove the node's state and its predecessors' (through gateways, recursively)."""
