@@ -8,7 +8,6 @@ walk, reading and writing node states in the repository (reference ``WorkflowDri
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 from flow.driver import FlowDriver
@@ -165,14 +164,19 @@ class WorkflowDriver(FlowDriver):
             self._settled(exchanger, intent, node, state)
 
 
-@functools.cache
+_OVERRIDDEN: dict[type[FlowDriver], tuple[bool, bool]] = {}
+
+
 def _callbacks_overridden(driver_class: type[FlowDriver]) -> tuple[bool, bool]:
     """Whether ``driver_class`` replaces :class:`FlowDriver`'s no-op ``on_node_start`` and
     ``on_node_end`` (worked out once per class: a driver is made for every operation)."""
-    return (
-        driver_class.on_node_start is not FlowDriver.on_node_start,
-        driver_class.on_node_end is not FlowDriver.on_node_end,
-    )
+    found = _OVERRIDDEN.get(driver_class)
+    if found is None:
+        found = _OVERRIDDEN[driver_class] = (
+            driver_class.on_node_start is not FlowDriver.on_node_start,
+            driver_class.on_node_end is not FlowDriver.on_node_end,
+        )
+    return found
 
 
 __all__ = ["WorkflowDriver"]
