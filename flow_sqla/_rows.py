@@ -11,9 +11,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from sqlalchemy.engine import RowMapping
 
@@ -22,10 +21,10 @@ from flow.errors import SnapshotError
 _V = TypeVar("_V")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredRow:
+class StoredRow(NamedTuple):
     """The validated columns an operation needs: ``states`` (codes, unknown ones kept as
-    stored), ``vars`` (the encoded JSON object) and whether a graph is stored."""
+    stored), ``vars`` (the encoded JSON object) and whether a graph is stored. Immutable; a
+    tuple because one is made for every operation."""
 
     states: Mapping[str, int]
     vars: Mapping[str, Any]

@@ -159,7 +159,7 @@ class SqlStateRepository:
         :class:`RepositoryError` for any other database error, :class:`SnapshotError` for a
         malformed row or a variable that cannot be stored — in every case nothing is kept.
         """
-        outer = self._ops().get(ctx.instance_id)
+        outer = self._local.ops.get(ctx.instance_id)
         if outer is not None:
             if lock and not outer.locked:
                 self._relock(ctx, outer)
@@ -175,7 +175,8 @@ class SqlStateRepository:
         saved = ctx.connection
         op: _Operation | None = None
         try:
-            with self._translating(instance_id), self.engine.begin() as conn:
+            # connect() + begin() is engine.begin() without its generator context manager
+            with self._translating(instance_id), self.engine.connect() as conn, conn.begin():
                 ctx.connection = conn
                 op = self._start(ctx, conn, lock)
                 yield from self._run(ctx, op)
@@ -199,7 +200,7 @@ class SqlStateRepository:
                 self._cache.pop(ctx.instance_id)
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
-        ops = self._ops()
+        ops = self._local.ops
         ops[op.instance_id] = op
         try:
             yield
@@ -228,13 +229,6 @@ class SqlStateRepository:
         self._known.put(op.instance_id, True)
         if cache and self._cache is not None:
             self._cache.put(op.instance_id, op.final)
-
-    def _op(self, instance_id: str) -> _Operation | None:
-        """The operation running on ``instance_id`` in this thread, if any."""
-        return self._local.ops.get(instance_id)
-
-    def _ops(self) -> dict[str, _Operation]:
-        return self._local.ops
 
     # -- reading and writing the row ----------------------------------------------------
     def _locking_read(self, ctx: FlowContext, conn: Connection) -> StoredRow:
@@ -381,7 +375,7 @@ class SqlStateRepository:
     def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
         """The stored variables the context does not hold yet (context values win over
         stored ones), decoded. Raises :class:`SnapshotError` for undecodable vars."""
-        op = self._op(ctx.instance_id)
+        op = self._local.ops.get(ctx.instance_id)
         stored: dict[str, Any] | None
         if op is None:
             stored = self._vars.decode(ctx.instance_id, self._read_row(ctx).vars)
@@ -399,7 +393,7 @@ class SqlStateRepository:
         return {key: value for key, value in stored.items() if key not in data}
 
     def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
-        op = self._op(ctx.instance_id)
+        op = self._local.ops.get(ctx.instance_id)
         if op is None:
             code = self._read_row(ctx).states.get(state_key(node))
         else:
@@ -409,7 +403,7 @@ class SqlStateRepository:
         return TaskState.UNKNOWN if code is None else _STATES.get(code, TaskState.UNKNOWN)
 
     def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
-        op = self._op(ctx.instance_id)
+        op = self._local.ops.get(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_put(ctx, node, state)
@@ -419,7 +413,7 @@ class SqlStateRepository:
         op.states[state_key(node)] = int(state)
 
     def state_remove(self, ctx: FlowContext, node: Node) -> None:
-        op = self._op(ctx.instance_id)
+        op = self._local.ops.get(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_remove(ctx, node)
@@ -429,7 +423,7 @@ class SqlStateRepository:
         op.states.pop(state_key(node), None)
 
     def state_clear(self, ctx: FlowContext) -> None:
-        op = self._op(ctx.instance_id)
+        op = self._local.ops.get(ctx.instance_id)
         if op is None:
             with self.unit_of_work(ctx, lock=True):
                 self.state_clear(ctx)
@@ -442,7 +436,7 @@ class SqlStateRepository:
         """Write ``graph``, the current states and the context's storable variables (which
         replace the stored ones whole). Raises like :meth:`unit_of_work`."""
         with self.unit_of_work(ctx, lock=True):
-            op = self._ops()[ctx.instance_id]
+            op = self._local.ops[ctx.instance_id]
             op.graph = graph
             op.force_graph = True
             op.replace_vars = True

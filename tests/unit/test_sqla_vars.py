@@ -39,6 +39,15 @@ def test_data_the_codec_cannot_represent_is_rejected_naming_instance_and_key(bad
         VarsPolicy().encode("i-9", {"files": bad})
 
 
+@pytest.mark.parametrize("bad", [{1}, b"x", float("nan"), {"k": {3}}, [1, float("inf")]])
+def test_the_state_change_check_rejects_what_encode_rejects(bad: object) -> None:
+    policy = VarsPolicy()
+    fine = {"days": 3, "rate": 1.5, "handle": Handle(), "service": object(), "tags": ["a"]}
+    policy.check("i-8", fine)  # learns the types it has seen, rejecting nothing
+    with pytest.raises(SnapshotError, match=r"'files'.*'i-8'"):
+        policy.check("i-8", {**fine, "files": bad})
+
+
 def test_codec_values_are_tagged_and_decoded_back() -> None:
     values = {"d": date(2026, 1, 2), "p": Decimal("1.50"), "u": uuid.UUID(int=7)}
     policy = VarsPolicy()
