@@ -119,11 +119,16 @@ class Walk:
         return not ex.branch_ends()
 
     def task_exec(self, node: Node) -> bool:
-        """Callbacks around the node's task; false when the branch must not flow out."""
+        """Callbacks around the node's task; false when the branch must not flow out.
+        (:meth:`node_start` and :meth:`node_end`, written out: this runs for every task node
+        of every walk.)"""
         ex = self.ex
         if ex.reverting:
             return True
-        if not self.node_start(node):
+        for interceptor in self.interceptors:
+            interceptor.on_node_start(ex.context, node)
+        ex.driver.on_node_start(ex, node)
+        if ex.branch_ends():
             return False
         if node.when is None or self.condition(node.graph, node.when, True):
             try:  # call_task, written out: this runs for every task node of every walk
@@ -134,7 +139,10 @@ class Walk:
                 raise TaskError(node.graph.id, node.id) from exc
         if ex.branch_ends():
             return False
-        return self.node_end(node)
+        for interceptor in self.interceptors:
+            interceptor.on_node_end(ex.context, node)
+        ex.driver.on_node_end(ex, node)
+        return not ex.branch_ends()
 
     def flow_out(self, node: Node) -> Node | None:
         """Every link whose condition is empty or true, in order; the last one is the tail."""

@@ -147,14 +147,17 @@ class FlowEngine:
         context.exchanger = exchanger
         context._set_stopped(False)
         try:
-            FlowInvocation(
-                exchanger,
-                start_node,
-                interceptors,
-                lambda inv: Walk(inv.exchanger, interceptors, inv.start_node).run(
-                    inv.start_node.graph.start
-                ),
-            ).invoke()
+            if not interceptors:  # nothing to chain: walk at once
+                Walk(exchanger, interceptors, start_node).run(start_node.graph.start)
+            else:
+                FlowInvocation(
+                    exchanger,
+                    start_node,
+                    interceptors,
+                    lambda inv: Walk(inv.exchanger, interceptors, inv.start_node).run(
+                        inv.start_node.graph.start
+                    ),
+                ).invoke()
         finally:
             context.exchanger = saved
 

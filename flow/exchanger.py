@@ -60,8 +60,9 @@ class FlowExchanger:
         self.context = context
         self.steps = steps
         self._step_counter = step_counter or _StepCounter()
-        self._counters: dict[tuple[str, str], int] = {}
-        self._stacks: dict[tuple[str, str], list[Any]] = {}
+        # Made on first use: only parallel, inclusive and loop nodes need them.
+        self._counters: dict[tuple[str, str], int] | None = None
+        self._stacks: dict[tuple[str, str], list[Any]] | None = None
         self.interrupted = False
         self._stopped = False
         self.reverting = True
@@ -137,16 +138,24 @@ class FlowExchanger:
 
     # -- per-eval join state -----------------------------------------------------------
     def counter_incr(self, graph: Graph, key: str) -> int:
+        counters = self._join_counters()
         slot = (graph.id, key)
-        value = self._counters.get(slot, 0) + 1
-        self._counters[slot] = value
+        value = counters.get(slot, 0) + 1
+        counters[slot] = value
         return value
 
     def counter_set(self, graph: Graph, key: str, value: int) -> None:
-        self._counters[(graph.id, key)] = value
+        self._join_counters()[(graph.id, key)] = value
+
+    def _join_counters(self) -> dict[tuple[str, str], int]:
+        if self._counters is None:
+            self._counters = {}
+        return self._counters
 
     def stack(self, graph: Graph, key: str) -> list[Any]:
         """The per-graph stack ``key`` (created empty on first use)."""
+        if self._stacks is None:
+            self._stacks = {}
         return self._stacks.setdefault((graph.id, key), [])
 
     # -- sub-graphs --------------------------------------------------------------------

@@ -32,7 +32,7 @@ class Link:
     ``None`` means "no condition" (always true, and the default link of an exclusive gateway).
     """
 
-    __slots__ = ("_graph", "meta", "next_id", "prev_id", "priority", "title", "when")
+    __slots__ = ("_graph", "meta", "next_id", "next_node", "prev_id", "priority", "title", "when")
 
     def __init__(self, graph: Graph, prev_id: str, spec: LinkSpec) -> None:
         self._graph = graph
@@ -42,15 +42,13 @@ class Link:
         self.meta: Mapping[str, Any] = _freeze(spec.meta)
         self.priority: int = spec.priority
         self.when: Any = spec.when
+        #: The target node, or ``None`` when the id does not exist (the branch just ends);
+        #: resolved once the graph has all its nodes.
+        self.next_node: Node | None = None
 
     @property
     def prev_node(self) -> Node:
         return self._graph.nodes[self.prev_id]
-
-    @property
-    def next_node(self) -> Node | None:
-        """The target node, or ``None`` when the id does not exist (the branch just ends)."""
-        return self._graph.nodes.get(self.next_id)
 
     def __repr__(self) -> str:
         return f"Link({self.prev_id!r} -> {self.next_id!r}, priority={self.priority})"
@@ -197,6 +195,7 @@ class Graph:
     def _link_neighbours(self, node_map: Mapping[str, Node]) -> None:
         incoming: dict[str, list[Link]] = {}
         for link in self.links:
+            link.next_node = node_map.get(link.next_id)
             incoming.setdefault(link.next_id, []).append(link)
         for node in node_map.values():
             if node.type != NodeType.START:

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 class StateController(Protocol):
     """Decides, per context and node, whether the node is a human task this context may
     operate (:meth:`is_operatable`) and whether it runs without a human (:meth:`is_auto_forward`).
+    Answers should depend only on the context and node: a walk asks about nodes that are not
+    settled yet, and passes COMPLETED (stops at TERMINATED) ones without asking.
     """
 
     def is_operatable(self, ctx: FlowContext, node: Node) -> bool: ...

@@ -85,6 +85,11 @@ class WorkflowDriver(FlowDriver):
         state = self.repository.state_get(ctx, node)
         if state != TaskState.COMPLETED:
             self.only_completed = False
+        if state == TaskState.COMPLETED or state == TaskState.TERMINATED:
+            # Automatic or human alike (the state table's answer is the same): the controller
+            # is not asked about a node the walk only passes or stops at.
+            self._settled(exchanger, intent, node, state)
+            return
         if self.controller.is_auto_forward(ctx, node):
             self._auto(exchanger, intent, node, state)
         else:
@@ -99,21 +104,19 @@ class WorkflowDriver(FlowDriver):
     def _auto(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
     ) -> None:
+        """An automatic node not run yet (UNKNOWN) or left WAITING: run its task code."""
         ctx = exchanger.context
-        if state in (TaskState.UNKNOWN, TaskState.WAITING):
-            if self.dry_run:
-                self._dry_auto(exchanger, intent, node, state)
-                return
-            self.post_handle_task(exchanger, node)
-            if exchanger.is_stopped or exchanger.is_interrupted:
-                intent.found(node, TaskState.WAITING, ctx)
-                if state == TaskState.UNKNOWN:
-                    self.repository.state_put(ctx, node, TaskState.WAITING)
-            else:
-                intent.found(node, TaskState.COMPLETED, ctx)
-                self.repository.state_put(ctx, node, TaskState.COMPLETED)
+        if self.dry_run:
+            self._dry_auto(exchanger, intent, node, state)
+            return
+        self.post_handle_task(exchanger, node)
+        if exchanger.is_stopped or exchanger.is_interrupted:
+            intent.found(node, TaskState.WAITING, ctx)
+            if state == TaskState.UNKNOWN:
+                self.repository.state_put(ctx, node, TaskState.WAITING)
         else:
-            self._settled(exchanger, intent, node, state)
+            intent.found(node, TaskState.COMPLETED, ctx)
+            self.repository.state_put(ctx, node, TaskState.COMPLETED)
 
     def _settled(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
@@ -140,28 +143,27 @@ class WorkflowDriver(FlowDriver):
     def _human(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
     ) -> None:
+        """A human task not done yet (UNKNOWN or WAITING): the walk stops at it (or, finding
+        next tasks, ends this branch); it is WAITING when this context may operate it."""
         ctx = exchanger.context
-        if state in (TaskState.UNKNOWN, TaskState.WAITING):
-            if self.controller.is_operatable(ctx, node):
-                task = self._task(exchanger, intent, node, TaskState.WAITING)
-                intent.task = task
-                intent.next_tasks.append(task)
-                if state == TaskState.UNKNOWN:
-                    self.repository.state_put(ctx, node, TaskState.WAITING)
-                if intent.type == IntentType.FIND_NEXT_TASKS:
-                    exchanger.interrupt()
-                else:
-                    exchanger.stop()
+        if self.controller.is_operatable(ctx, node):
+            task = self._task(exchanger, intent, node, TaskState.WAITING)
+            intent.task = task
+            intent.next_tasks.append(task)
+            if state == TaskState.UNKNOWN:
+                self.repository.state_put(ctx, node, TaskState.WAITING)
+            if intent.type == IntentType.FIND_NEXT_TASKS:
+                exchanger.interrupt()
             else:
-                task = self._task(exchanger, intent, node, TaskState.UNKNOWN)
-                intent.next_tasks.append(task)
-                if intent.type == IntentType.FIND_TASK:
-                    intent.task = task
-                    exchanger.stop()
-                else:
-                    exchanger.interrupt()
+                exchanger.stop()
         else:
-            self._settled(exchanger, intent, node, state)
+            task = self._task(exchanger, intent, node, TaskState.UNKNOWN)
+            intent.next_tasks.append(task)
+            if intent.type == IntentType.FIND_TASK:
+                intent.task = task
+                exchanger.stop()
+            else:
+                exchanger.interrupt()
 
 
 _OVERRIDDEN: dict[type[FlowDriver], tuple[bool, bool]] = {}

@@ -12,6 +12,7 @@ from flow.errors import GraphNotFoundError
 from flow.exchanger import FlowExchanger
 from flow.workflow import (
     ActorStateController,
+    BlockStateController,
     NotBlockStateController,
     TaskAction,
     TaskState,
@@ -414,3 +415,26 @@ def test_the_graph_drivers_own_node_callbacks_run_under_the_workflow_driver() ->
 
 def _line_node(engine: FlowEngine, node_id: str) -> Node:
     return engine.get_graph_or_throw("line").get_node_or_throw(node_id)
+
+
+# -- what the controller is asked ------------------------------------------------------
+class _CountingController(BlockStateController):
+    """Counts, per node id, how often the walk asks whether a node auto-forwards."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, int] = {}
+
+    def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
+        self.asked[node.id] = self.asked.get(node.id, 0) + 1
+        return super().is_auto_forward(ctx, node)
+
+
+def test_a_walk_does_not_ask_the_controller_about_completed_nodes(engine: FlowEngine) -> None:
+    graph = load(engine, LINE)
+    controller = _CountingController()
+    wf = WorkflowExecutor(engine, controller)
+    wf.submit_task_at(graph, "A", TaskAction.FORWARD, FlowContext.of("c1"))
+    controller.asked.clear()
+    task = wf.find_task(graph, FlowContext.of("c1"))
+    assert task is not None and task.node.id == "B"
+    assert controller.asked == {"B": 1}  # A is COMPLETED: passed without asking
