@@ -83,7 +83,7 @@ class Walk:
                     ex.reverting = False
             else:
                 ex.context.trace.record_node(node.graph, node)
-            if not ex.reverting and ex.steps >= 0 and not ex.next_step():
+            if not ex.reverting and not ex.next_step():
                 ex.stop()
                 return
             node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
@@ -119,30 +119,17 @@ class Walk:
         return not ex.branch_ends()
 
     def task_exec(self, node: Node) -> bool:
-        """Callbacks around the node's task; false when the branch must not flow out.
-        (:meth:`node_start` and :meth:`node_end`, written out: this runs for every task node
-        of every walk.)"""
+        """Callbacks around the node's task; false when the branch must not flow out."""
         ex = self.ex
         if ex.reverting:
             return True
-        for interceptor in self.interceptors:
-            interceptor.on_node_start(ex.context, node)
-        ex.driver.on_node_start(ex, node)
-        if ex.branch_ends():
+        if not self.node_start(node):
             return False
         if node.when is None or self.condition(node.graph, node.when, True):
-            try:  # call_task, written out: this runs for every task node of every walk
-                ex.driver.handle_task(ex, node)
-            except FlowError:
-                raise
-            except Exception as exc:
-                raise TaskError(node.graph.id, node.id) from exc
+            call_task(ex.driver.handle_task, ex, node)
         if ex.branch_ends():
             return False
-        for interceptor in self.interceptors:
-            interceptor.on_node_end(ex.context, node)
-        ex.driver.on_node_end(ex, node)
-        return not ex.branch_ends()
+        return self.node_end(node)
 
     def flow_out(self, node: Node) -> Node | None:
         """Every link whose condition is empty or true, in order; the last one is the tail."""

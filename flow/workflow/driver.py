@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow.driver import FlowDriver
 from flow.node_type import NodeType
-from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent, current_intent
+from flow.workflow._intent import IntentType, WorkflowIntent, current_intent
 from flow.workflow.states import TaskState
 from flow.workflow.task import Task
 
@@ -79,9 +79,7 @@ class WorkflowDriver(FlowDriver):
     def handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
         """Apply the state table to an activity or gateway whose ``when`` holds."""
         ctx = exchanger.context
-        intent = ctx.data.get(INTENT_KEY)  # current_intent, written out (runs for every node)
-        if not isinstance(intent, WorkflowIntent):
-            intent = WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
+        intent = current_intent(ctx) or WorkflowIntent(exchanger.graph, IntentType.UNKNOWN)
         state = self.repository.state_get(ctx, node)
         if state != TaskState.COMPLETED:
             self.only_completed = False

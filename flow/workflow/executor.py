@@ -30,7 +30,6 @@ from flow.workflow.repository import InMemoryStateRepository, state_key
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
-    from flow.driver import FlowDriver
     from flow.engine import FlowEngine
     from flow.workflow.controllers import StateController
     from flow.workflow.records import TaskRecorder
@@ -215,15 +214,18 @@ class WorkflowExecutor:
         final walk that reached it passing completed nodes only (no task code ran, so the
         record's dry walk would take the same path and end there too)."""
         ctx = exchanger.context
+        driver = exchanger.driver
+        # The submit's driver also serves its find walks (it keeps no per-walk state they read).
+        submit_driver = driver if isinstance(driver, WorkflowDriver) else None
         exchanger.reverting = False
-        call_task(exchanger.driver.post_handle_task, exchanger, node)
+        call_task(driver.post_handle_task, exchanger, node)
         self.state_repository.state_put(ctx, node, TaskState.COMPLETED)
         current: Node | None = None
         for next_node in node.next_nodes:
             current = None
             target: Node | None = next_node
             if next_node.type.is_gateway:
-                found = self._find_walk(graph, ctx, exchanger.driver)
+                found = self._walk(graph, ctx, IntentType.FIND_TASK, submit_driver).task
                 if found is not None and found.state == TaskState.TERMINATED:
                     break
                 target = None if found is None else found.node
@@ -233,19 +235,11 @@ class WorkflowExecutor:
                 exchanger.record_clear()
                 walker = exchanger.copy(target.graph)
                 walker.reverting = False
-                driver = exchanger.driver
-                if isinstance(driver, WorkflowDriver):
-                    driver.only_completed = True
+                if submit_driver is not None:
+                    submit_driver.only_completed = True
                 self.engine.eval_exchanger(target.graph, walker)
                 current = _end_reached(graph, target, driver, ctx)
         return current
-
-    def _find_walk(self, graph: Graph, ctx: FlowContext, driver: FlowDriver) -> Task | None:
-        """The task a find walk reports, walked with the submit's own driver when it is a
-        (non-dry) :class:`WorkflowDriver` (it holds no per-walk state a find walk reads)."""
-        if isinstance(driver, WorkflowDriver) and not driver.dry_run:
-            return self._walk(graph, ctx, IntentType.FIND_TASK, driver).task
-        return self._walk(graph, ctx, IntentType.FIND_TASK).task
 
     def _back(self, node: Node, ctx: FlowContext, visited: set[Node]) -> None:
         """Remove the node's state and its predecessors' (through gateways, recursively)."""
