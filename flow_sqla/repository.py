@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
 from sqlalchemy.sql.base import Executable
 
 from flow.context import FlowContext
@@ -100,11 +101,26 @@ class _Operation:
             self.graph = root if isinstance(root, Graph) else node.graph
 
 
+def _innermost(conn: Connection) -> Transaction | None:
+    return conn.get_nested_transaction() or conn.get_transaction()
+
+
 class _ThreadOperations(threading.local):
-    """The operations running in the current thread, by instance id."""
+    """The operations running in the current thread, by instance id, and the rows that
+    operations of the thread's current caller transaction hold locked (``held``).
+
+    A second operation on the same instance in the same transaction (the README's claim,
+    then submit) starts from the row the first one left instead of locking and reading it
+    again: the lock is still held, so nobody else can have changed it. ``held`` is valid only
+    while ``held_in`` — the innermost transaction or savepoint when the rows were held — is
+    still the connection's innermost and active; a commit, a rollback or a rolled-back
+    savepoint makes the next operation read again.
+    """
 
     def __init__(self) -> None:
         self.ops: dict[str, _Operation] = {}
+        self.held_in: weakref.ref[Transaction] | None = None
+        self.held: dict[str, StoredRow] = {}
 
 
 class SqlStateRepository:
@@ -189,15 +205,51 @@ class SqlStateRepository:
         self._remember(op, cache=True)
 
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
+        instance_id = ctx.instance_id
+        held = self._held_row(conn, instance_id)
         try:
-            with self._translating(ctx.instance_id):
-                op = self._start(ctx, conn, lock)
+            with self._translating(instance_id):
+                if held is not None:
+                    op = _Operation(instance_id, conn, held, locked=True)
+                else:
+                    op = self._start(ctx, conn, lock)
                 yield from self._run(ctx, op)
             self._remember(op, cache=False)
+            self._hold(conn, op)
+        except BaseException:
+            self._release(instance_id)
+            raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
             if self._cache is not None:
-                self._cache.pop(ctx.instance_id)
+                self._cache.pop(instance_id)
+
+    def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
+        """The row an earlier operation of this very transaction left, still locked."""
+        local = self._local
+        if local.held_in is None:
+            return None
+        transaction = local.held_in()
+        if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
+            local.held_in = None
+            local.held = {}
+            return None
+        return local.held.get(instance_id)
+
+    def _hold(self, conn: Connection, op: _Operation) -> None:
+        if not op.locked or op.final is None:
+            return
+        transaction = _innermost(conn)
+        if transaction is None:
+            return
+        local = self._local
+        if local.held_in is None or local.held_in() is not transaction:
+            local.held_in = weakref.ref(transaction)
+            local.held = {}
+        local.held[op.instance_id] = op.final
+
+    def _release(self, instance_id: str) -> None:
+        self._local.held.pop(instance_id, None)
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
@@ -484,6 +536,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
+        self._local.held.pop(instance_id, None)
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:
