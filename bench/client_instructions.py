@@ -70,7 +70,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--instances", type=int, default=100, help="instances counted")
-    parser.add_argument("--variants", default="flow,b", help=f"from {','.join(VARIANTS)}")
+    parser.add_argument("--variants", default="flow,b'", help=f"from {','.join(VARIANTS)}")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
@@ -82,8 +82,8 @@ def main() -> None:
             warm_only = instructions(name, 0, dsn)
             counted = instructions(name, args.instances, dsn)
             counts[name] = (counted - warm_only) / (2 * args.instances)
-        base = counts.get(VARIANTS["b"])
-        print(f"{'variant':42} {'instructions/approval':>22} {'vs (b)':>7}")
+        base = counts.get(VARIANTS["b'"])
+        print(f"{'variant':42} {'instructions/approval':>22} {'vs (b')':>7}")
         for name, count in counts.items():
             ratio = f"{count / base:.0%}" if base else "-"
             print(f"{name:42} {count:>22,.0f} {ratio:>7}")

@@ -1,7 +1,7 @@
 """Approvals per second through flow_sqla on MariaDB/MySQL, next to hand-written SQL.
 
 Usage: ``python bench/sql_bench.py [--workers 1,4,16] [--slice 100] [--rounds 20]
-[--variants flow,b,...]``. The server comes from ``FLOW_MYSQL_DSN`` (default
+[--variants flow,b',...]``. The server comes from ``FLOW_MYSQL_DSN`` (default
 ``mysql+mysqldb://root@127.0.0.1:3306/test``); the script creates its own throwaway database
 and drops it afterwards.
 
@@ -15,19 +15,25 @@ slices' time; the line under each N gives the median and spread of ``submit_at``
 the rounds' back-to-back pairs. Short alternating slices matter on a shared machine whose
 speed drifts by tens of percent within a minute: long rounds, one variant after another,
 measured the drift as much as the code.
-Variants:
+Variants (``--variants`` takes the short names in brackets):
 
-* ``flow_sqla submit_at``: ``submit_task_at`` for both approvals — the same work as the
-  baselines (per approval: locked read, one states write, one history insert, one commit);
-* ``flow_sqla claim+submit``: the user-facing pattern, ``claim_task`` then
-  ``submit_task_if_waiting`` (two operations per approval), with ``cache="operation"`` and
-  ``cache="process"``;
-* baseline (a) bare MySQLdb and (b) the same SQL text through SQLAlchemy ``engine.begin()``:
-  ``SELECT ... FOR UPDATE``, ``UPDATE`` of the states, ``INSERT`` of the history row,
-  ``COMMIT`` (the first approval of an instance also inserts its row first). (b) runs the text
-  as ``text()`` constructs through ``conn.execute`` — the statement path (compiled cache, bind
-  and result handling) that every Core-based library pays; (b') runs it through
-  ``exec_driver_sql``, which skips that path, for comparison.
+* ``flow_sqla submit_task_at`` [flow]: ``submit_task_at`` for both approvals, each its own unit
+  of work — the same work as the baselines (per approval: locked read, one states write, one
+  history insert, one commit);
+* ``flow_sqla README pattern`` [readme]: the README's ``claim_task`` then
+  ``submit_task_if_waiting`` inside one application ``engine.begin()``;
+* ``flow_sqla claim, submit`` [claim, claim-process]: the same two calls as two units of work
+  of their own, with ``cache="operation"`` and ``cache="process"``;
+* baseline (a) bare MySQLdb [a] — the driver's limit — and (b') the same SQL text through
+  SQLAlchemy ``engine.begin()`` + ``exec_driver_sql`` [b'] — the floor of any Core-based
+  library: ``SELECT ... FOR UPDATE``, ``UPDATE`` of the states, ``INSERT`` of the history row,
+  ``COMMIT`` (the first approval of an instance also inserts its row first). (b) [b] runs the
+  text as ``text()`` constructs through ``conn.execute`` and is kept as a reference row;
+* ``SpiffWorkflow 3.2`` [spiff] (``pip install -e '.[bench]'``): the same process as BPMN,
+  persisted with Spiff's JSON serializer plus one history row per approval, in one
+  transaction (``bench/spiff_side.py``).
+
+Ratios are printed against (b'), (a) and SpiffWorkflow, measured in the same run.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ import sqlalchemy as sa
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 from flow.context import FlowContext  # noqa: E402
 from flow.engine import FlowEngine  # noqa: E402
@@ -240,6 +247,28 @@ def setup_flow_claim_submit(
     return run, db.dispose
 
 
+def setup_flow_readme(dsn: str, counter: list[int], cache: CacheMode) -> tuple[Runner, Closer]:
+    """The README's pattern: ``claim_task`` then ``submit_task_if_waiting`` inside one
+    ``engine.begin()`` of the application's own, the connection carried in the context."""
+    ex, db = _executor(dsn, cache, counter)
+
+    def run(instance_id: str) -> None:
+        for actor, *_ in STEPS:
+            with db.begin() as conn:
+                ctx = FlowContext.of(instance_id, {"actor": actor, "amount": 100}, connection=conn)
+                task = ex.claim_task("oa", ctx)
+                if not ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx):
+                    raise RuntimeError(f"{instance_id}: {actor}'s approval was not waiting")
+
+    return run, db.dispose
+
+
+def setup_spiffworkflow(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
+    from spiff_side import setup_spiff
+
+    return setup_spiff(dsn, counter, engine_for=_baseline_engine, history_sql=HISTORY, now=_now)
+
+
 def _count(engine: sa.Engine, counter: list[int]) -> None:
     def before(*_: Any) -> None:
         counter[0] += 1
@@ -247,23 +276,29 @@ def _count(engine: sa.Engine, counter: list[int]) -> None:
     sa.event.listen(engine, "before_cursor_execute", before)
 
 
-# FLOW and (b) first: run_cell keeps the first two back to back in every round.
+# FLOW and (b') first: run_cell keeps the first two back to back in every round.
 VARIANTS: dict[str, Variant] = {
-    "flow_sqla submit_at (operation)": lambda d, c: setup_flow_submit_at(d, c, "operation"),
-    "(b) SQLAlchemy text() + begin()": setup_sqlalchemy_construct,
-    "flow_sqla claim+submit (operation)": lambda d, c: setup_flow_claim_submit(d, c, "operation"),
-    "flow_sqla claim+submit (process)": lambda d, c: setup_flow_claim_submit(d, c, "process"),
-    "(a) bare MySQLdb": setup_mysqldb,
+    "flow_sqla submit_task_at": lambda d, c: setup_flow_submit_at(d, c, "operation"),
     "(b') SQLAlchemy exec_driver_sql + begin()": setup_sqlalchemy_text,
+    "flow_sqla README pattern": lambda d, c: setup_flow_readme(d, c, "operation"),
+    "flow_sqla claim, submit (two units)": lambda d, c: setup_flow_claim_submit(d, c, "operation"),
+    "flow_sqla claim, submit (process cache)": lambda d, c: setup_flow_claim_submit(
+        d, c, "process"
+    ),
+    "(a) bare MySQLdb": setup_mysqldb,
+    "(b) SQLAlchemy text() + begin() [ref]": setup_sqlalchemy_construct,
+    "SpiffWorkflow 3.2 + JSON serializer": setup_spiffworkflow,
 }
 #: Short names for ``--variants`` (and ``client_instructions.py``).
 SHORT_NAMES = {
-    "flow": "flow_sqla submit_at (operation)",
-    "b": "(b) SQLAlchemy text() + begin()",
-    "claim": "flow_sqla claim+submit (operation)",
-    "claim-process": "flow_sqla claim+submit (process)",
-    "a": "(a) bare MySQLdb",
+    "flow": "flow_sqla submit_task_at",
     "b'": "(b') SQLAlchemy exec_driver_sql + begin()",
+    "readme": "flow_sqla README pattern",
+    "claim": "flow_sqla claim, submit (two units)",
+    "claim-process": "flow_sqla claim, submit (process cache)",
+    "a": "(a) bare MySQLdb",
+    "b": "(b) SQLAlchemy text() + begin() [ref]",
+    "spiff": "SpiffWorkflow 3.2 + JSON serializer",
 }
 #: Fewer instances per worker and slice would let the last worker's tail dominate a slice.
 MIN_PER_WORKER = 8
@@ -399,15 +434,15 @@ class Workers:
                 proc.kill()
 
 
-FLOW = "flow_sqla submit_at (operation)"
-BASE_A = "(a) bare MySQLdb"
-BASE_B = "(b) SQLAlchemy text() + begin()"
-BASE_B_RAW = "(b') SQLAlchemy exec_driver_sql + begin()"
+FLOW = SHORT_NAMES["flow"]
+BASE_A = SHORT_NAMES["a"]
+BASE_B_RAW = SHORT_NAMES["b'"]
+SPIFF = SHORT_NAMES["spiff"]
 
 
 def slice_order(names: list[str], round_no: int) -> list[str]:
     """The variants of one round: forwards in even rounds, backwards in odd ones. ``FLOW``
-    and ``BASE_B`` come first in ``names``, so they always run back to back, each first in
+    and ``BASE_B_RAW`` come first in ``names``, so they always run back to back, each first in
     every other round."""
     return names if round_no % 2 == 0 else names[::-1]
 
@@ -428,14 +463,14 @@ def _rate(slices: list[_Slice]) -> float:
 
 
 def _paired(slices: dict[str, list[_Slice]]) -> list[float]:
-    """``FLOW`` over ``BASE_B`` in each round: the two slices ran back to back."""
-    pairs = zip(slices[FLOW], slices[BASE_B], strict=True)
+    """``FLOW`` over ``BASE_B_RAW`` in each round: the two slices ran back to back."""
+    pairs = zip(slices[FLOW], slices[BASE_B_RAW], strict=True)
     return [ours.rate / base.rate for ours, base in pairs]
 
 
 def report(workers: int, slices: dict[str, list[_Slice]]) -> None:
     rates = {name: _rate(found) for name, found in slices.items()}
-    bases = [rates.get(name) for name in (BASE_B, BASE_B_RAW, BASE_A)]
+    bases = [rates.get(name) for name in (BASE_B_RAW, BASE_A, SPIFF)]
     for name, rate in rates.items():
         ratios = " ".join(f"{rate / base:>7.0%}" if base else f"{'-':>7}" for base in bases)
         found = slices[name]
@@ -447,11 +482,12 @@ def report(workers: int, slices: dict[str, list[_Slice]]) -> None:
             f"{name:42} {workers:>3} {rate:>12.1f} {ratios} {statements:>15.2f} "
             f"{client:>10.3f} {server:>10.3f}"
         )
-    if FLOW in slices and BASE_B in slices:
+    if FLOW in slices and BASE_B_RAW in slices:
         paired = sorted(_paired(slices))
         quartiles = statistics.quantiles(paired, n=4) if len(paired) > 1 else paired * 3
         print(
-            f"  submit_at / (b), back-to-back slices: median {statistics.median(paired):.0%}, "
+            f"  submit_task_at / (b'), back-to-back slices: "
+            f"median {statistics.median(paired):.0%}, "
             f"quartiles {quartiles[0]:.0%}-{quartiles[2]:.0%}, "
             f"range {paired[0]:.0%}-{paired[-1]:.0%} ({len(paired)} rounds)"
         )
@@ -504,7 +540,7 @@ def main() -> None:
     names = [name for name in VARIANTS if name in {SHORT_NAMES[key] for key in keys}]
     dsn, drop = prepared_database(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
     try:
-        header = ("variant", "N", "approvals/s", "vs (b)", "vs (b')", "vs (a)", "stmts/approval")
+        header = ("variant", "N", "approvals/s", "vs (b')", "vs (a)", "vs Spiff", "stmts/approval")
         print(
             "{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15} {:>10} {:>10}".format(
                 *header, "client ms", "server ms"
