@@ -30,6 +30,7 @@ sys.path.insert(0, str(HERE))
 import sql_bench  # noqa: E402
 
 VARIANTS = sql_bench.SHORT_NAMES
+BASE_HEADER = "vs (b')"
 WARM_UP = 20
 
 
@@ -83,7 +84,7 @@ def main() -> None:
             counted = instructions(name, args.instances, dsn)
             counts[name] = (counted - warm_only) / (2 * args.instances)
         base = counts.get(VARIANTS["b'"])
-        print(f"{'variant':42} {'instructions/approval':>22} {'vs (b')':>7}")
+        print(f"{'variant':42} {'instructions/approval':>22} {BASE_HEADER:>7}")
         for name, count in counts.items():
             ratio = f"{count / base:.0%}" if base else "-"
             print(f"{name:42} {count:>22,.0f} {ratio:>7}")
