@@ -28,7 +28,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check flow flow_sqla
+	$(BIN)/ruff format --check flow flow_sqla flow_cli
 	$(BIN)/mypy
 
 check: lint test

@@ -46,8 +46,15 @@ def single_error_line(result: Result) -> str:
 def run_flow(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> Result:
-    """Run the console script in ``cwd`` (``FLOW_DATABASE_URL`` unset unless ``env`` sets it)."""
+    """Run the console script in ``cwd`` (``FLOW_DATABASE_URL`` unset unless ``env`` sets it).
+
+    ``PYTHONPATH`` starts with this checkout, so the script runs the code under test even when
+    the interpreter's editable install points at another checkout of the repository.
+    """
     environ = {k: v for k, v in os.environ.items() if k != "FLOW_DATABASE_URL"}
+    environ["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     environ.update(env or {})
     done = subprocess.run(
         [str(flow_script()), *args],

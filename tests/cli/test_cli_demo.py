@@ -27,7 +27,7 @@ def run_id(out: str) -> str:
 
 
 def test_demo_graph_is_the_example_graph() -> None:
-    shipped = (REPO / "flow" / "cli" / "oa.yml").read_text(encoding="utf-8")
+    shipped = (REPO / "flow_cli" / "oa.yml").read_text(encoding="utf-8")
     assert shipped == (REPO / "examples" / "oa.yml").read_text(encoding="utf-8")
 
 

@@ -11,7 +11,7 @@ from cli_support import REPO, Flow, single_error_line
 
 GRAPHS = Path(__file__).parent / "graphs"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-OA = REPO / "flow" / "cli" / "oa.yml"
+OA = REPO / "flow_cli" / "oa.yml"
 
 
 def test_validate_accepts_the_demo_graph(flow: Flow) -> None:

@@ -11,8 +11,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from flow.cli._errors import CliError, one_line
-from flow.cli._parser import Parser, debug_option
+from flow_cli._errors import CliError, one_line
+from flow_cli._parser import Parser, debug_option
 
 __all__ = ["CliError", "main"]
 
@@ -21,10 +21,10 @@ Handler = Callable[[argparse.Namespace], int]
 
 def build_parser() -> Parser:
     """The parser with every command registered (one module per command group)."""
-    from flow.cli._demo import add_commands as add_demo
-    from flow.cli._graphs import add_commands as add_graphs
-    from flow.cli._instances import add_commands as add_instances
-    from flow.cli._tasks import add_commands as add_tasks
+    from flow_cli._demo import add_commands as add_demo
+    from flow_cli._graphs import add_commands as add_graphs
+    from flow_cli._instances import add_commands as add_instances
+    from flow_cli._tasks import add_commands as add_tasks
 
     parser = Parser(
         prog="flow",
@@ -74,7 +74,7 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, FlowError):
         return one_line(exc)
     if type(exc).__module__.startswith("sqlalchemy."):
-        from flow.cli._database import driver_message
+        from flow_cli._database import driver_message
 
         return f"database error: {driver_message(exc)}"
     return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for the traceback)"

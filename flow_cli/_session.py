@@ -14,17 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flow.cli._database import (
-    DEMO_DB,
-    DEMO_DIR,
-    ENV_VAR,
-    database_url,
-    driver_message,
-    is_default,
-    open_engine,
-    shown,
-)
-from flow.cli._errors import CliError
 from flow.context import FlowContext
 from flow.graph import Graph, Node
 from flow.workflow.controllers import (
@@ -34,6 +23,17 @@ from flow.workflow.controllers import (
 )
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskAction, TaskState
+from flow_cli._database import (
+    DEMO_DB,
+    DEMO_DIR,
+    ENV_VAR,
+    database_url,
+    driver_message,
+    is_default,
+    open_engine,
+    shown,
+)
+from flow_cli._errors import CliError
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-from flow.cli._errors import CliError
+from flow_cli._errors import CliError
 
 DB_HELP = (
     "database URL (SQLAlchemy form, e.g. mysql+pymysql://user@host/db); default: "

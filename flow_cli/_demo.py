@@ -16,15 +16,15 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flow.cli._database import DEMO_DIR, shown
-from flow.cli._errors import CliError
-from flow.cli._parser import Parser, db_option
-from flow.cli._table import format_table
 from flow.graph import Graph
 from flow.workflow.states import TaskAction
+from flow_cli._database import DEMO_DIR, shown
+from flow_cli._errors import CliError
+from flow_cli._parser import Parser, db_option
+from flow_cli._table import format_table
 
 if TYPE_CHECKING:
-    from flow.cli._session import Session
+    from flow_cli._session import Session
 
 FORWARD, BACK, TERMINATE = TaskAction.FORWARD, TaskAction.BACK, TaskAction.TERMINATE
 
@@ -120,12 +120,12 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
 
 
 def demo_graph_text() -> str:
-    """The text of the demo graph shipped inside the package (``flow/cli/oa.yml``)."""
-    return resources.files("flow.cli").joinpath("oa.yml").read_text(encoding="utf-8")
+    """The text of the demo graph shipped inside the package (``flow_cli/oa.yml``)."""
+    return resources.files("flow_cli").joinpath("oa.yml").read_text(encoding="utf-8")
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from flow.cli._session import Session
+    from flow_cli._session import Session
 
     graph = Graph.from_text(demo_graph_text(), strict=True)
     run = uuid.uuid4().hex[:6]
@@ -170,14 +170,14 @@ def play(session: Session, graph: Graph, instance_id: str, story: Story, number:
 
 
 def _history(session: Session, instance_id: str) -> str:
-    from flow.cli._instances import history_table
+    from flow_cli._instances import history_table
 
     return history_table(session.history(instance_id))
 
 
 def write_pictures(session: Session, instance_id: str, out_dir: Path) -> list[Path]:
     """``<instance>.mmd`` always, ``<instance>.svg`` too when Graphviz is installed."""
-    from flow.cli._graphs import dot_program, render_graph, write_output
+    from flow_cli._graphs import dot_program, render_graph, write_output
 
     graph, states = session.picture_states(instance_id, None)
     try:

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from flow.cli._errors import one_line
-from flow.cli._parser import Parser, db_option
-from flow.cli._table import format_table
+from flow_cli._errors import one_line
+from flow_cli._parser import Parser, db_option
+from flow_cli._table import format_table
 
 STATUS_WORDS = {0: "restarted", 1001: "sent back", 1002: "completed", 1003: "terminated"}
 
@@ -60,7 +60,7 @@ def positive(text: str) -> int:
 
 
 def run_history(args: argparse.Namespace) -> int:
-    from flow.cli._session import Session
+    from flow_cli._session import Session
 
     with Session.open(args.db) as session:
         entries = session.history(args.instance)
@@ -90,7 +90,7 @@ def history_table(entries: Sequence[Any]) -> str:
 
 def run_instances(args: argparse.Namespace) -> int:
     from flow import codec
-    from flow.cli._session import Session, graph_from_json, standing_of
+    from flow_cli._session import Session, graph_from_json, standing_of
 
     with Session.open(args.db) as session:
         rows = session.rows(args.limit)
@@ -113,8 +113,8 @@ def run_instances(args: argparse.Namespace) -> int:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from flow.cli._database import shown
-    from flow.cli._session import Session
+    from flow_cli._database import shown
+    from flow_cli._session import Session
 
     with Session.open(args.db, migrate=True) as session:
         print(f"{shown(session.url)}: flow tables at the newest revision")

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flow.cli._errors import CliError, one_line
-from flow.cli._parser import Parser, db_option
 from flow.errors import GraphDefinitionError
 from flow.graph import Graph
+from flow_cli._errors import CliError, one_line
+from flow_cli._parser import Parser, db_option
 
 FORMATS = ("mermaid", "dot", "svg", "png")
 _SUFFIX_FORMATS = {
@@ -109,7 +109,7 @@ def run_render(args: argparse.Namespace) -> int:
     graph = load_graph(args.graph) if args.graph is not None else None
     states: Mapping[str, int] | None = None
     if args.instance is not None:
-        from flow.cli._session import Session
+        from flow_cli._session import Session
 
         with Session.open(args.db) as session:
             graph, states = session.picture_states(args.instance, graph)

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from flow.cli._errors import CliError
-from flow.cli._parser import Parser, db_option
 from flow.workflow.states import TaskAction
+from flow_cli._errors import CliError
+from flow_cli._parser import Parser, db_option
 
 ACTIONS = tuple(a.name.lower() for a in TaskAction if a is not TaskAction.UNKNOWN)
 
@@ -84,8 +84,8 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    from flow.cli._graphs import load_graph
-    from flow.cli._session import Session, parse_vars
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import Session, parse_vars
 
     data = parse_vars(args.var)
     graph = load_graph(args.graph)
@@ -99,8 +99,8 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_claim(args: argparse.Namespace) -> int:
-    from flow.cli._graphs import load_graph
-    from flow.cli._session import Session
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import Session
 
     override = load_graph(args.graph) if args.graph else None
     with Session.open(args.db) as session:
@@ -117,8 +117,8 @@ def run_claim(args: argparse.Namespace) -> int:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from flow.cli._graphs import load_graph
-    from flow.cli._session import Session
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import Session
 
     override = load_graph(args.graph) if args.graph else None
     action: TaskAction = args.action

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flow.cli._errors import CliError, one_line
+from flow_cli._errors import CliError, one_line
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
