@@ -11,15 +11,20 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import CursorResult, Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import ExecutableDDLElement
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.compiler import DDLCompiler, TypeCompiler
 
 from flow_sqla.errors import RepositoryError
-from flow_sqla.tables import FlowTables
+
+if TYPE_CHECKING:
+    from flow_sqla.tables import FlowTables
 
 #: Columns a locking read returns (see DialectOps.locking_read).
 LOCK_COLUMNS: tuple[str, ...] = ("states", "vars", "has_graph")
@@ -76,6 +81,94 @@ class EncodedJSON(sa.types.TypeDecorator[str]):
 
     def bind_processor(self, dialect: Dialect) -> None:
         return None
+
+
+#: Binary, NO PAD collations: ids compare byte for byte, trailing spaces included. MariaDB's
+#: ``utf8mb4_bin`` is PAD SPACE (``'inv-7' = 'inv-7 '`` is true, verified on 10.11) and so is
+#: MySQL 5.7's; MySQL 8 has ``utf8mb4_0900_bin`` (NO PAD), which MariaDB 10.x does not know.
+MARIADB_EXACT_COLLATION = "utf8mb4_nopad_bin"
+MYSQL8_EXACT_COLLATION = "utf8mb4_0900_bin"
+#: MySQL 5.7 has no binary NO PAD collation for utf8mb4; ``utf8mb4_bin`` still tells case and
+#: accents apart but ignores trailing spaces (documented in docs/limits.md).
+MYSQL57_EXACT_COLLATION = "utf8mb4_bin"
+
+
+def exact_collation(dialect: Dialect) -> str | None:
+    """The collation that makes an id column compare exactly on ``dialect``, or ``None`` where
+    the default already does (PostgreSQL: database default collations are deterministic, ties
+    broken byte-wise; SQLite: ``BINARY``).
+
+    A ``mysql+...://`` URL reaching MariaDB yields a ``mysql`` dialect with ``is_mariadb`` set
+    once connected; before that (offline SQL) the server is taken to be MySQL 8.
+    """
+    if dialect.name not in ("mysql", "mariadb"):
+        return None
+    if getattr(dialect, "is_mariadb", False):
+        return MARIADB_EXACT_COLLATION
+    version = dialect.server_version_info
+    if version is not None and version < (8,):
+        return MYSQL57_EXACT_COLLATION
+    return MYSQL8_EXACT_COLLATION
+
+
+class ExactString(sa.String):
+    """``VARCHAR(n)`` for ids that must compare exactly: instance, graph, node and assignee
+    ids. The table's ``utf8mb4_unicode_ci`` (the reference DDL) would make ``"Ab3xZ"`` and
+    ``"ab3xz"``, ``"café-1"`` and ``"cafe-1"``, ``"inv-7"`` and ``"inv-7 "`` one value, merging
+    instances. On MySQL/MariaDB the column gets :func:`exact_collation`, chosen when the DDL is
+    compiled (so for the server actually connected); elsewhere it is a plain ``VARCHAR``.
+    """
+
+    cache_ok = True
+
+
+@compiles(ExactString, "mysql")
+@compiles(ExactString, "mariadb")
+def _compile_exact_string(type_: ExactString, compiler: TypeCompiler, **kw: Any) -> str:
+    collation = exact_collation(compiler.dialect)
+    return f"VARCHAR({type_.length}) COLLATE {collation}"
+
+
+class ModifyIdColumns(ExecutableDDLElement):
+    """``ALTER TABLE t MODIFY a VARCHAR(n) COLLATE <exact> NOT NULL, MODIFY b ...`` on
+    MySQL/MariaDB: one statement, so the table is rebuilt once, not once per column.
+
+    ``exact=False`` restates the plain ``VARCHAR(n) NOT NULL`` (the table's default collation
+    again, as the reference DDL has it). Only for MySQL/MariaDB: check :func:`exact_collation`
+    first; other dialects raise :class:`RepositoryError` when compiling it. Every column named
+    must be ``NOT NULL`` (all id columns are).
+    """
+
+    inherit_cache = False
+
+    def __init__(
+        self, table: str, columns: Sequence[str], *, length: int, exact: bool, schema: str | None
+    ) -> None:
+        self.table = table
+        self.columns = tuple(columns)
+        self.length = length
+        self.exact = exact
+        self.schema = schema
+
+
+@compiles(ModifyIdColumns)
+def _compile_modify_default(element: ModifyIdColumns, compiler: DDLCompiler, **kw: Any) -> str:
+    raise RepositoryError(
+        f"MODIFY of id columns is MySQL/MariaDB only, not {compiler.dialect.name}"
+    )
+
+
+@compiles(ModifyIdColumns, "mysql")
+@compiles(ModifyIdColumns, "mariadb")
+def _compile_modify_mysql(element: ModifyIdColumns, compiler: DDLCompiler, **kw: Any) -> str:
+    preparer = compiler.preparer
+    table = preparer.quote(element.table)
+    if element.schema is not None:
+        table = f"{preparer.quote_schema(element.schema)}.{table}"
+    type_ = ExactString(element.length) if element.exact else sa.String(element.length)
+    type_sql = compiler.dialect.type_compiler_instance.process(type_)
+    modify = ", ".join(f"MODIFY {preparer.quote(c)} {type_sql} NOT NULL" for c in element.columns)
+    return f"ALTER TABLE {table} {modify}"
 
 
 class DialectOps:
@@ -269,5 +362,8 @@ __all__ = [
     "WRITE_OPTIONS",
     "DialectOps",
     "EncodedJSON",
+    "ExactString",
+    "ModifyIdColumns",
+    "exact_collation",
     "json_dumps",
 ]

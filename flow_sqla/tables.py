@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flow_sqla._dialect import ExactString
 from flow_sqla.errors import InvalidIdentifierError
 
 DEFAULT_REPO_TABLE = "bpm_flow_repository"
@@ -130,6 +131,28 @@ def _id_column() -> sa.Column[int]:
     return sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True)
 
 
+#: Columns holding ids that must compare exactly (binary collation on MySQL/MariaDB, revision
+#: ``flow0003``): the instance id in both tables, graph and node ids, the assignee.
+EXACT_ID_COLUMNS: dict[str, tuple[str, ...]] = {
+    "repository": ("instant_id",),
+    "task": (
+        "flow_ins_id",
+        "proc_def_id",
+        "task_id",
+        "source_node_code",
+        "target_node_code",
+        "assignee",
+    ),
+}
+
+#: Width of every VARCHAR column of the reference DDL (ids, names, auditors).
+ID_LENGTH = 64
+
+
+def _exact_id() -> ExactString:
+    return ExactString(ID_LENGTH)
+
+
 def _json() -> sa.JSON:
     # ``None`` becomes SQL NULL (the reference's DEFAULT NULL), not the JSON text 'null'.
     return sa.JSON(none_as_null=True)
@@ -150,8 +173,10 @@ class FlowTables:
     Attributes: ``metadata``, ``repository`` (one row per instance, unique ``instant_id``),
     ``task`` (append-only history), ``names`` (:class:`TableNames`). The two indexes on
     ``task(flow_ins_id)`` and ``task(assignee)`` are optional additions (Alembic revision
-    ``flow0002``); no query requires them. Raises :class:`InvalidIdentifierError` for a bad
-    table or schema name before any SQL is built.
+    ``flow0002``); no query requires them. The id columns of :data:`EXACT_ID_COLUMNS` compare
+    exactly on every dialect (binary NO PAD collation on MySQL/MariaDB, revision ``flow0003``).
+    Raises :class:`InvalidIdentifierError` for a bad table or schema name before any SQL is
+    built.
     """
 
     def __init__(
@@ -173,7 +198,7 @@ class FlowTables:
             n.repo_table,
             self.metadata,
             _id_column(),
-            sa.Column("instant_id", sa.String(64), nullable=False),
+            sa.Column("instant_id", _exact_id(), nullable=False),
             sa.Column("graph", _json()),
             sa.Column("states", _json()),
             sa.Column("vars", _json()),
@@ -189,16 +214,16 @@ class FlowTables:
             n.task_table,
             self.metadata,
             _id_column(),
-            sa.Column("flow_ins_id", sa.String(64), nullable=False),
-            sa.Column("proc_def_id", sa.String(64), nullable=False),
-            sa.Column("task_id", sa.String(64), nullable=False),
-            sa.Column("source_node_code", sa.String(64), nullable=False),
+            sa.Column("flow_ins_id", _exact_id(), nullable=False),
+            sa.Column("proc_def_id", _exact_id(), nullable=False),
+            sa.Column("task_id", _exact_id(), nullable=False),
+            sa.Column("source_node_code", _exact_id(), nullable=False),
             sa.Column("source_node_name", sa.String(64)),
             sa.Column("source_node_type", sa.String(64), nullable=False),
-            sa.Column("target_node_code", sa.String(64), nullable=False),
+            sa.Column("target_node_code", _exact_id(), nullable=False),
             sa.Column("target_node_name", sa.String(64), nullable=False),
             sa.Column("target_node_type", sa.String(64), nullable=False),
-            sa.Column("assignee", sa.String(64), nullable=False),
+            sa.Column("assignee", _exact_id(), nullable=False),
             sa.Column("status", sa.Integer()),
             sa.Column("form_id", sa.BigInteger()),
             sa.Column("variables", _json()),
@@ -215,6 +240,8 @@ __all__ = [
     "DEFAULT_REPO_TABLE",
     "DEFAULT_TASK_TABLE",
     "DEFAULT_VERSION_TABLE",
+    "EXACT_ID_COLUMNS",
+    "ID_LENGTH",
     "MYSQL_TABLE_OPTIONS",
     "FlowTables",
     "TableNames",

@@ -18,7 +18,7 @@ from flow_sqla import FlowTables
 from flow_sqla.migrations import current, downgrade, make_config, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAD = "flow0002"
+HEAD = "flow0003"
 CUSTOM: dict[str, Any] = {"repo_table": "acme_repo", "task_table": "acme_task"}
 
 

@@ -32,3 +32,14 @@ def test_offline_upgrade_with_custom_names_uses_its_own_version_table(
     sql = _offline(url_for(key), repo_table="acme_repo", task_table="acme_task")
     snapshot(f"alembic/{key}_custom.sql", sql)
     assert "CREATE TABLE acme_repo_alembic_version" in sql
+
+
+@pytest.mark.parametrize("key", ["mysql", "mariadb", "postgresql"])
+def test_offline_downgrade_of_flow0003_restores_the_reference_columns(
+    key: str, snapshot: Callable[[str, str], None], url_for: Callable[[str], str]
+) -> None:
+    buffer = io.StringIO()
+    command.downgrade(
+        make_config(url=url_for(key), output_buffer=buffer), "flow0003:flow0002", sql=True
+    )
+    snapshot(f"alembic/{key}_downgrade_flow0003.sql", buffer.getvalue())

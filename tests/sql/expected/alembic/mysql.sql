@@ -52,3 +52,11 @@ CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
 
 UPDATE flow_alembic_version SET version_num='flow0002' WHERE flow_alembic_version.version_num = 'flow0001';
 
+-- Running upgrade flow0002 -> flow0003
+
+ALTER TABLE bpm_flow_repository MODIFY instant_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL;
+
+ALTER TABLE bpm_flow_task MODIFY flow_ins_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY proc_def_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY task_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY source_node_code VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY target_node_code VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY assignee VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL;
+
+UPDATE flow_alembic_version SET version_num='flow0003' WHERE flow_alembic_version.version_num = 'flow0002';
+

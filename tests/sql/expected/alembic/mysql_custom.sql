@@ -52,3 +52,11 @@ CREATE INDEX ix_acme_task_assignee ON acme_task (assignee);
 
 UPDATE acme_repo_alembic_version SET version_num='flow0002' WHERE acme_repo_alembic_version.version_num = 'flow0001';
 
+-- Running upgrade flow0002 -> flow0003
+
+ALTER TABLE acme_repo MODIFY instant_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL;
+
+ALTER TABLE acme_task MODIFY flow_ins_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY proc_def_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY task_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY source_node_code VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY target_node_code VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, MODIFY assignee VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL;
+
+UPDATE acme_repo_alembic_version SET version_num='flow0003' WHERE acme_repo_alembic_version.version_num = 'flow0002';
+

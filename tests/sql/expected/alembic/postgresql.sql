@@ -54,5 +54,9 @@ CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
 
 UPDATE flow_alembic_version SET version_num='flow0002' WHERE flow_alembic_version.version_num = 'flow0001';
 
+-- Running upgrade flow0002 -> flow0003
+
+UPDATE flow_alembic_version SET version_num='flow0003' WHERE flow_alembic_version.version_num = 'flow0002';
+
 COMMIT;
 

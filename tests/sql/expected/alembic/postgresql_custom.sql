@@ -54,5 +54,9 @@ CREATE INDEX ix_acme_task_assignee ON acme_task (assignee);
 
 UPDATE acme_repo_alembic_version SET version_num='flow0002' WHERE acme_repo_alembic_version.version_num = 'flow0001';
 
+-- Running upgrade flow0002 -> flow0003
+
+UPDATE acme_repo_alembic_version SET version_num='flow0003' WHERE acme_repo_alembic_version.version_num = 'flow0002';
+
 COMMIT;
 

@@ -1,0 +1,1 @@
+ALTER TABLE flow.acme_task MODIFY flow_ins_id VARCHAR(64) NOT NULL, MODIFY task_id VARCHAR(64) NOT NULL;
