@@ -60,12 +60,16 @@ class NodeNotFoundError(FlowError, LookupError):
 
 
 class ExpressionError(FlowError):
-    """An expression does not parse, or it tried something the sandbox forbids."""
+    """An expression does not parse, or it tried something the sandbox forbids.
+
+    ``expression`` holds the whole text; the message quotes at most its first 200 characters.
+    """
 
     def __init__(self, message: str, *, expression: str | None = None) -> None:
         self.expression = expression
         if expression is not None:
-            message = f"{message} (in expression {expression!r})"
+            shown = expression if len(expression) <= 200 else f"{expression[:200]}..."
+            message = f"{message} (in expression {shown!r})"
         super().__init__(message)
 
 

@@ -4,13 +4,22 @@
 expression syntax plus the solon-flow operators (``&&``, ``||``, ``!``, ``AND``/``OR``/``NOT``,
 ``null``/``true``/``false``, ``.equals(x)``), evaluated null-safely over the context data in a
 sandbox built on :mod:`simpleeval`'s policy. Text is never handed to Python's ``eval``/``exec``.
+
+The sandbox's limits (text length, nesting, sizes, integer bits, work per evaluation) are
+:class:`ExpressionLimits`; :func:`set_expression_limits` changes them for the whole process.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from flow._expression import compile_condition, compile_script
+from flow._expression import (
+    ExpressionLimits,
+    compile_condition,
+    compile_script,
+    current_limits,
+    set_limits,
+)
 
 if TYPE_CHECKING:
     from flow.context import FlowContext
@@ -65,4 +74,28 @@ def check_script(text: str) -> None:
     compile_script(text)
 
 
-__all__ = ["Evaluation", "SafeEvaluation", "check_condition", "check_script"]
+def expression_limits() -> ExpressionLimits:
+    """The sandbox limits in force (see :class:`ExpressionLimits` for each field)."""
+    return current_limits()
+
+
+def set_expression_limits(limits: ExpressionLimits) -> ExpressionLimits:
+    """Install ``limits`` for the whole process and return the previous ones.
+
+    Texts compiled under the old limits are compiled again on their next use. Typical use::
+
+        from dataclasses import replace
+        set_expression_limits(replace(expression_limits(), max_text=50_000))
+    """
+    return set_limits(limits)
+
+
+__all__ = [
+    "Evaluation",
+    "ExpressionLimits",
+    "SafeEvaluation",
+    "check_condition",
+    "check_script",
+    "expression_limits",
+    "set_expression_limits",
+]

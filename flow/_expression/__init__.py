@@ -2,12 +2,12 @@
 
 Text is translated on tokens (solon-flow/SnEL operators → Python, :mod:`.translate`), parsed
 with :mod:`ast` (:mod:`.parse`), checked against a whitelist and compiled into a tree of closures
-(:mod:`.compiler`) over the operators of :mod:`.operators` and the access rules of
-:mod:`.access`, with the runtime limits of :mod:`.limits`. The sandbox policy — operators with
-size limits, forbidden attribute prefixes/methods/functions, literal size — is
-:mod:`simpleeval`'s; only the tree walk is ours, because ``SimpleEval.eval`` keeps per-call state
-on the evaluator (names, expression, counters) and costs several times more per evaluation.
-Neither :func:`compile` nor :func:`eval` is ever applied to the text.
+(:mod:`.compiler`) over the operators of :mod:`.operators`, the functions of :mod:`.functions`
+and the per-type allow-list of :mod:`.policy` (applied by :mod:`.access`), with the size, depth
+and work limits of :mod:`.limits` (applied to methods by :mod:`.sizes`). simpleeval supplies the
+forbidden names and its error types; the tree walk is ours, because ``SimpleEval.eval`` keeps
+per-call state on the evaluator and costs several times more per evaluation. Neither
+:func:`compile` nor :func:`eval` is ever applied to the text.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 import simpleeval as se
 
+from flow._expression import limits
 from flow._expression.compiler import Compiler, ScriptContext
+from flow._expression.limits import ExpressionLimits, start_meter, stop_meter
 from flow._expression.parse import parse_text
 from flow.errors import ExpressionError
 
@@ -36,7 +38,12 @@ def truth(value: Any) -> bool:
 
 
 def _guard(text: str, exc: BaseException) -> ExpressionError:
+    if isinstance(exc, RecursionError):
+        return ExpressionError("Sandbox limit: the evaluation nests too deeply", expression=text)
     return ExpressionError(f"Sandbox limit: {exc}", expression=text)
+
+
+_GUARDED = (se.InvalidExpression, RecursionError)
 
 
 @lru_cache(maxsize=4096)
@@ -44,39 +51,81 @@ def compile_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
     """Compile a condition into ``(data) -> bool``; cached per text. Raises ExpressionError."""
     tree = parse_text(text, "eval")
     assert isinstance(tree, ast.Expression)
-    root = _compile(text, lambda compiler: compiler.expr(tree.body))
+    root, metered = _compile(text, lambda compiler: compiler.expr(tree.body))
 
     def condition(data: Mapping[str, Any]) -> bool:
         try:
             return truth(root(data))
-        except (se.InvalidExpression, RecursionError) as exc:
+        except _GUARDED as exc:
             raise _guard(text, exc) from None
 
-    return condition
+    def metered_condition(data: Mapping[str, Any]) -> bool:
+        saved = start_meter()
+        try:
+            return truth(root(data))
+        except _GUARDED as exc:
+            raise _guard(text, exc) from None
+        finally:
+            stop_meter(saved)
+
+    return metered_condition if metered else condition
 
 
 @lru_cache(maxsize=4096)
 def compile_script(text: str) -> Callable[[ScriptContext], None]:
-    """Compile a task script into ``(ctx) -> None``; cached per text. Raises ExpressionError."""
+    """Compile a task script into ``(ctx) -> None``; cached per text. Raises ExpressionError.
+
+    One work budget covers the whole script, not each statement.
+    """
     tree = parse_text(text, "exec")
     assert isinstance(tree, ast.Module)
-    statements = _compile(text, lambda c: tuple(c.statement(s) for s in tree.body))
+    statements, metered = _compile(text, lambda c: tuple(c.statement(s) for s in tree.body))
 
     def script(ctx: ScriptContext) -> None:
+        saved = start_meter() if metered else 0
         try:
             for statement in statements:
                 statement(ctx)
-        except (se.InvalidExpression, RecursionError) as exc:
+        except _GUARDED as exc:
             raise _guard(text, exc) from None
+        finally:
+            if metered:
+                stop_meter(saved)
 
     return script
 
 
-def _compile(text: str, build: Callable[[Compiler], _T]) -> _T:
+def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
+    """Build with a work budget of its own: folding constants runs operations now."""
+    saved = start_meter()
     try:
-        return build(Compiler(text))
+        compiler = Compiler(text)
+        return build(compiler), compiler.metered
     except RecursionError:
         raise ExpressionError("Expression is nested too deeply", expression=text) from None
+    finally:
+        stop_meter(saved)
 
 
-__all__ = ["ScriptContext", "compile_condition", "compile_script", "truth"]
+def set_limits(new: ExpressionLimits) -> ExpressionLimits:
+    """Install ``new`` process-wide, forget compiled texts (they were checked against the old
+    limits) and return the previous limits."""
+    previous = limits.set_limits(new)
+    compile_condition.cache_clear()
+    compile_script.cache_clear()
+    return previous
+
+
+def current_limits() -> ExpressionLimits:
+    return limits.LIMITS
+
+
+__all__ = [
+    "ExpressionLimits",
+    "ScriptContext",
+    "compile_condition",
+    "compile_script",
+    "current_limits",
+    "set_limits",
+    "truth",
+]

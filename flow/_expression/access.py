@@ -1,88 +1,68 @@
-"""What an expression may reach: attributes, methods, items and functions, read null-safely.
+"""What an expression may reach — attributes, methods and items — read null-safely.
 
-The sandbox policy is :mod:`simpleeval`'s (forbidden attribute prefixes, methods and functions)
-plus a few frame/coroutine attributes, the public surface of :class:`FlowContext` and a small
-set of functions. Modules, classes and functions taken from the data never reach the script.
-A missing attribute, key or receiver gives ``None`` as in the reference, and ``x.getAmount()``
-of Java graphs reads the ``amount`` property. Violations found while compiling raise
-:class:`ExpressionError`; those found while running raise simpleeval's
-:class:`~simpleeval.FeatureNotAvailable`.
+Which attribute or method of which type is reachable is :mod:`.policy`'s allow-list; the size of
+what a method builds is :mod:`.sizes`'. A mapping's attributes are its keys (``order.total``), a
+missing attribute, key or receiver gives ``None`` as in the reference, and ``x.getAmount()`` /
+``x.isDone()`` of Java graphs read the ``amount`` / ``done`` property *through the same policy*,
+so a getter never hands out what the attribute read would refuse. Violations found while
+compiling raise :class:`ExpressionError`; those found while running raise simpleeval's
+:class:`~simpleeval.FeatureNotAvailable`, with a message that names the attribute and never a
+fact of the host.
 """
 
 from __future__ import annotations
 
+import inspect
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import simpleeval as se
 
-from flow._expression.limits import check_method_args, check_size
-from flow.context import FlowContext
+from flow._expression.functions import refuse_functions
+from flow._expression.limits import CONTAINERS, charge
+from flow._expression.policy import (
+    DATA_OBJECT,
+    forbidden_name,
+    is_data_attribute,
+    is_own_method,
+    rule_for,
+)
+from flow._expression.sizes import after_call, before_call
 from flow.errors import ExpressionError
 
-_EXTRA_DISALLOWED = frozenset(
-    {"f_globals", "f_locals", "f_builtins", "f_back", "f_code", "gi_code", "cr_code", "ag_code"}
-)
-_CONTEXT_ATTRS = frozenset(
-    {
-        "put",
-        "put_if_absent",
-        "put_all",
-        "get",
-        "remove",
-        "stop",
-        "interrupt",
-        "is_stopped",
-        "instance_id",
-        "data",
-        "last_node_id",
-        "last_record",
-    }
-)
-_PRIMITIVES = frozenset({int, float, complex, str, bytes, bool, type(None)})
-
-FUNCTIONS: Mapping[str, Callable[..., Any]] = types.MappingProxyType(
-    {
-        "len": len,
-        "min": min,
-        "max": max,
-        "abs": abs,
-        "round": round,
-        "str": str,
-        "int": int,
-        "float": float,
-        "bool": bool,
-    }
+_SCALARS = frozenset({int, float, complex, str, bytes, bool, type(None)})
+_CALLABLE_VALUES = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+    classmethod,
+    staticmethod,
 )
 
 
 def check_attr_name(name: str, text: str) -> None:
-    """Raise :class:`ExpressionError` naming ``text`` when ``name`` is a forbidden attribute."""
-    if (
-        name.startswith(tuple(se.DISALLOW_PREFIXES))
-        or name in se.DISALLOW_METHODS
-        or name in _EXTRA_DISALLOWED
-    ):
+    """Raise :class:`ExpressionError` naming ``text`` when no value ever exposes ``name``."""
+    if forbidden_name(name):
         raise ExpressionError(f"Access to attribute {name!r} is not allowed", expression=text)
 
 
+def _refused(name: str) -> se.FeatureNotAvailable:
+    return se.FeatureNotAvailable(f"Attribute or method {name!r} is not available here")
+
+
 def _check_value(value: Any) -> Any:
-    """Stop modules, classes and simpleeval's forbidden functions from reaching the script."""
-    if type(value) in _PRIMITIVES:
+    """Classes, modules and functions never become values of the expression."""
+    if type(value) in _SCALARS or not isinstance(value, _CALLABLE_VALUES):
         return value
-    if isinstance(value, types.ModuleType | type):
-        raise se.FeatureNotAvailable("Modules and classes are not available in expressions")
-    if callable(value) and _is_forbidden(value):
-        raise se.FeatureNotAvailable("This function is forbidden")
-    return value
-
-
-def _is_forbidden(function: Any) -> bool:
-    try:
-        return function in se.DISALLOW_FUNCTIONS
-    except TypeError:
-        return False
+    raise se.FeatureNotAvailable("Classes, modules and functions are not available")
 
 
 def read_attr(obj: Any, name: str) -> Any:
@@ -91,41 +71,46 @@ def read_attr(obj: Any, name: str) -> Any:
         return None
     if type(obj) is dict or isinstance(obj, Mapping):
         return obj.get(name)
-    _check_receiver(obj, name)
-    return _check_value(getattr(obj, name, None))
+    if forbidden_name(name):
+        raise _refused(name)
+    rule = rule_for(obj)
+    if name in rule.attributes:
+        return _check_value(getattr(obj, name, None))
+    if rule is DATA_OBJECT:
+        if is_data_attribute(obj, name):
+            return _check_value(getattr(obj, name, None))
+        if not _has(obj, name):
+            return None
+    elif name not in rule.methods and not _has(obj, name):
+        return None
+    raise _refused(name)
 
 
-def _check_receiver(obj: Any, name: str) -> None:
-    """Only the context's public surface, and nothing of modules or classes, is reachable."""
-    if isinstance(obj, FlowContext):
-        if name not in _CONTEXT_ATTRS:
-            raise se.FeatureNotAvailable(f"context.{name} is not available in expressions")
-        return
-    _check_value(obj)
+def _has(obj: Any, name: str) -> bool:
+    try:
+        inspect.getattr_static(obj, name)
+    except AttributeError:
+        return False
+    return True
 
 
 def call_method(obj: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
     """``obj.name(*args, **kwargs)`` within the sandbox; ``None`` when ``obj`` is ``None``."""
     if obj is None:
         return None
-    _check_receiver(obj, name)
-    method = getattr(obj, name, None)
-    if method is None:
-        return _bean_property(obj, name) if not args and not kwargs else None
-    _check_value(method)
-    check_arguments(args, kwargs)
-    check_method_args(obj, name, args)
-    result = _check_value(method(*args, **kwargs))
-    check_size(result)
-    check_size(obj)
-    return result
-
-
-def check_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    """The language has no functions as values; one taken from the data is never called."""
-    for value in (*args, *kwargs.values()):
-        if callable(value):
-            raise se.FeatureNotAvailable("Functions cannot be passed as arguments")
+    if forbidden_name(name):
+        raise _refused(name)
+    rule = rule_for(obj)
+    if name not in rule.methods and not (rule is DATA_OBJECT and is_own_method(obj, name)):
+        if args or kwargs or (_has(obj, name) and not isinstance(obj, Mapping)):
+            raise _refused(name)
+        return _bean_property(obj, name)
+    refuse_functions(args)
+    refuse_functions(tuple(kwargs.values()))
+    before_call(obj, name, args, kwargs)
+    result = getattr(obj, name)(*args, **kwargs)
+    after_call(result)
+    return _check_value(result)
 
 
 def _bean_property(obj: Any, name: str) -> Any:
@@ -146,4 +131,10 @@ def read_item(container: Any, key: Any) -> Any:
         return None
     if type(container) is dict or isinstance(container, Mapping):
         return container.get(key)
+    if not isinstance(container, (str, bytes, range, *CONTAINERS)) and (
+        rule_for(container) is not DATA_OBJECT
+    ):
+        raise se.FeatureNotAvailable("This value cannot be indexed")
+    if isinstance(key, slice):
+        charge(len(container) if hasattr(container, "__len__") else 1)
     return _check_value(container[key])

@@ -4,7 +4,10 @@ Only whitelisted node types compile; anything else raises :class:`ExpressionErro
 text, so a forbidden construct fails when a graph is checked, not when it runs. The closures do
 the work simpleeval's tree walk would do per evaluation (``SimpleEval.eval`` keeps per-call state
 on the evaluator and costs several times more), and data-free arithmetic is folded at compile
-time so that ``9**9**9`` is refused before anything runs.
+time so that ``9**9**9`` is refused before anything runs. The compiler also bounds the nesting of
+the syntax tree and notes whether the expression contains an operation that charges the work
+meter (``metered``): expressions made only of names, attributes, constants and comparisons with
+a constant do a bounded amount of work per node and run without a meter.
 """
 
 from __future__ import annotations
@@ -15,15 +18,11 @@ from typing import Any, Protocol
 
 import simpleeval as se
 
-from flow._expression.access import (
-    FUNCTIONS,
-    call_method,
-    check_arguments,
-    check_attr_name,
-    read_attr,
-    read_item,
-)
-from flow._expression.operators import BINARY, COMPARE, UNARY, equals
+from flow._expression import limits
+from flow._expression.access import call_method, check_attr_name, read_attr, read_item
+from flow._expression.functions import FUNCTIONS, refuse_functions
+from flow._expression.limits import check_built
+from flow._expression.operators import BINARY, COMPARE, UNARY, charged, equals
 from flow.errors import ExpressionError
 
 Code = Callable[[Mapping[str, Any]], Any]
@@ -41,6 +40,7 @@ class ScriptContext(Protocol):
 
 Statement = Callable[[ScriptContext], None]
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None))
+_SCALAR_CONSTANT = (int, float, complex, str, bytes, bool, type(None))
 
 
 class Compiler:
@@ -50,6 +50,9 @@ class Compiler:
         self.text = text
         self.constants: dict[Code, Any] = {}
         self.pure: set[Code] = set()
+        self.metered = False
+        self.depth = 0
+        self.max_nesting = limits.LIMITS.max_nesting
 
     def fail(self, message: str) -> ExpressionError:
         return ExpressionError(message, expression=self.text)
@@ -83,13 +86,19 @@ class Compiler:
         handler = _HANDLERS.get(type(node))
         if handler is None:
             raise self.fail(f"{type(node).__name__} is not allowed in expressions")
-        return handler(self, node)
+        self.depth += 1
+        if self.depth > self.max_nesting:
+            raise self.fail(f"Expression is nested more than {self.max_nesting} levels deep")
+        try:
+            return handler(self, node)
+        finally:
+            self.depth -= 1
 
     def constant(self, node: ast.Constant) -> Code:
         value = node.value
         if not isinstance(value, int | float | complex | str | bytes | type(None)):
             raise self.fail(f"Literal {value!r} is not allowed")
-        if isinstance(value, str | bytes) and len(value) > se.MAX_STRING_LENGTH:
+        if isinstance(value, str | bytes) and len(value) > limits.LIMITS.max_length:
             raise self.fail("String literal is too long")
         return self.const(value)
 
@@ -122,6 +131,7 @@ class Compiler:
         if function is None:
             raise self.fail(f"Operator {type(node.op).__name__} is not allowed")
         left, right = self.expr(node.left), self.expr(node.right)
+        self.metered = True
 
         def run(data: Mapping[str, Any]) -> Any:
             return function(left(data), right(data))
@@ -161,9 +171,10 @@ class Compiler:
 
     def compare(self, node: ast.Compare) -> Code:
         left = self.expr(node.left)
+        operands = [left, *(self.expr(c) for c in node.comparators)]
         pairs = tuple(
-            (COMPARE[type(o)], self.expr(c))
-            for o, c in zip(node.ops, node.comparators, strict=True)
+            (self.comparison(type(o), operands[i], operands[i + 1]), operands[i + 1])
+            for i, o in enumerate(node.ops)
         )
         if len(pairs) == 1:
             function, right = pairs[0]
@@ -191,6 +202,17 @@ class Compiler:
 
         return run_chain
 
+    def comparison(self, kind: type[ast.cmpop], left: Code, right: Code) -> Any:
+        """The operator; one that may walk two large values charges the meter."""
+        function = COMPARE[kind]
+        if self.is_scalar(right) or (self.is_scalar(left) and kind not in (ast.In, ast.NotIn)):
+            return function
+        self.metered = True
+        return charged(function)
+
+    def is_scalar(self, code: Code) -> bool:
+        return code in self.constants and isinstance(self.constants[code], _SCALAR_CONSTANT)
+
     def if_exp(self, node: ast.IfExp) -> Code:
         test, body, orelse = self.expr(node.test), self.expr(node.body), self.expr(node.orelse)
 
@@ -210,6 +232,9 @@ class Compiler:
 
     def subscript(self, node: ast.Subscript) -> Code:
         value, key = self.expr(node.value), self.expr(node.slice)
+
+        if isinstance(node.slice, ast.Slice):
+            self.metered = True
 
         def run(data: Mapping[str, Any]) -> Any:
             return read_item(value(data), key(data))
@@ -231,9 +256,10 @@ class Compiler:
     def sequence(self, node: ast.List | ast.Tuple | ast.Set) -> Code:
         items = tuple(self.expr(item) for item in node.elts)
         build: Callable[[Any], Any] = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
+        self.metered = True
 
         def run(data: Mapping[str, Any]) -> Any:
-            return build([item(data) for item in items])
+            return check_built(build([item(data) for item in items]))
 
         return self.fold(run, items)
 
@@ -243,9 +269,10 @@ class Compiler:
         pairs = tuple(
             (self.expr(k), self.expr(v)) for k, v in zip(node.keys, node.values, strict=True) if k
         )
+        self.metered = True
 
         def run(data: Mapping[str, Any]) -> Any:
-            return {key(data): value(data) for key, value in pairs}
+            return check_built({key(data): value(data) for key, value in pairs})
 
         return self.fold(run, [code for pair in pairs for code in pair])
 
@@ -254,6 +281,7 @@ class Compiler:
         if any(keyword.arg is None for keyword in node.keywords):
             raise self.fail("'**' unpacking is not allowed")
         kwargs = tuple((str(k.arg), self.expr(k.value)) for k in node.keywords)
+        self.metered = True
         func = node.func
         if isinstance(func, ast.Name):
             return self.function_call(func.id, args, kwargs)
@@ -286,7 +314,8 @@ class Compiler:
         def run(data: Mapping[str, Any]) -> Any:
             values = [arg(data) for arg in args]
             named = {key: value(data) for key, value in kwargs}
-            check_arguments(values, named)
+            refuse_functions(values)
+            refuse_functions(tuple(named.values()))
             return function(*values, **named)
 
         return run
@@ -316,6 +345,7 @@ class Compiler:
     def aug_assign(self, node: ast.AugAssign) -> Statement:
         target, function = self.target(node.target), BINARY[type(node.op)]
         code = self.expr(node.value)
+        self.metered = True
 
         def run(ctx: ScriptContext) -> None:
             ctx.put(target, function(ctx.data.get(target), code(ctx.data)))

@@ -1,105 +1,245 @@
-"""Runtime size and power limits, so that an expression cannot exhaust memory or CPU.
+"""The sandbox's size, depth and work limits, and the meter that enforces the work limit.
 
-simpleeval's limits bound ``len`` of one result and the exponent of ``**``; these checks also
-count items through shared references (``[[0] * n] * n``), bound integer products by bit length
-and refuse the ``str`` methods whose arguments, not their receiver, set the result size. Each
-raises one of :mod:`simpleeval`'s :class:`~simpleeval.InvalidExpression` errors, which the
-compiled callables turn into :class:`~flow.errors.ExpressionError`.
+Expressions have no loops, so an evaluation runs each syntax node at most once; what can still
+cost memory or time is a single operation on a large value (``"x" * n``, ``s.replace``, ``str()``
+of a list that shares its items, a product of huge integers) or many such operations in a row.
+Every operation that can build something large *weighs its inputs first* and refuses before
+allocating; every operation whose cost grows with its inputs *charges* that cost to a per-
+evaluation work meter. Violations raise one of :mod:`simpleeval`'s
+:class:`~simpleeval.InvalidExpression` errors, which the compiled callables turn into
+:class:`~flow.errors.ExpressionError`.
+
+The limits are process-wide (like the rest of the sandbox policy); change them with
+:func:`flow.evaluation.set_expression_limits`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Collection
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import simpleeval as se
 
-MAX_TEXT = se.MAX_STRING_LENGTH
-"""The longest expression text, string literal or joined string accepted."""
 
-_MAX_BITS = 100_000
-_SIZED = (str, bytes, list, tuple, dict, set, frozenset)
-_PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
+@dataclass(frozen=True, kw_only=True)
+class ExpressionLimits:
+    """Limits of the expression sandbox; every field has a default sized for approval flows.
+
+    ``max_text`` bounds the characters of one condition or script, ``max_nesting`` the depth of
+    its syntax tree, ``max_length`` the characters of a string and the items of a container an
+    expression builds, ``max_depth`` how deeply such a container nests, ``max_bits`` the size of
+    an integer result and ``max_work`` the work units (roughly: items touched) one evaluation may
+    spend in operations whose cost grows with their inputs.
+    """
+
+    max_text: int = 10_000
+    max_nesting: int = 64
+    max_length: int = 100_000
+    max_depth: int = 64
+    max_bits: int = 100_000
+    max_work: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_text",
+            "max_nesting",
+            "max_length",
+            "max_depth",
+            "max_bits",
+            "max_work",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ExpressionLimits.{name} must be a positive int, not {value!r}")
 
 
-def _weight(value: Any, budget: int = se.MAX_STRING_LENGTH) -> int:
-    """Items in ``value`` counted through nested containers, stopping once over ``budget``.
+DEFAULT_LIMITS = ExpressionLimits()
+LIMITS = DEFAULT_LIMITS
+"""The limits in force; read the fields through this module so a change is seen everywhere."""
 
-    simpleeval bounds ``len``; shared references (``[[0] * n] * n``) need the deep count.
+
+def set_limits(limits: ExpressionLimits) -> ExpressionLimits:
+    """Install ``limits`` process-wide and return the previous ones."""
+    global LIMITS
+    if not isinstance(limits, ExpressionLimits):
+        raise TypeError(f"expected ExpressionLimits, not {type(limits).__name__}")
+    previous, LIMITS = LIMITS, limits
+    return previous
+
+
+class WorkLimitExceeded(se.InvalidExpression):  # type: ignore[misc]
+    """One evaluation spent more than ``max_work`` units."""
+
+
+class NestedTooDeeply(se.InvalidExpression):  # type: ignore[misc]
+    """A value built by an expression nests deeper than ``max_depth`` (or contains itself)."""
+
+
+def too_long() -> se.IterableTooLong:
+    return se.IterableTooLong(
+        f"Sorry, I will not build a value longer than {LIMITS.max_length} items or characters"
+    )
+
+
+def too_many_bits() -> se.NumberTooHigh:
+    return se.NumberTooHigh(f"Sorry, I will not build an integer over {LIMITS.max_bits} bits")
+
+
+# -- the work meter ------------------------------------------------------------------------
+
+
+class _Meter(threading.local):
+    """Work units left in the evaluation running on this thread."""
+
+    left: int = 0
+
+
+_METER = _Meter()
+
+
+def charge(units: int) -> None:
+    """Spend ``units`` of the running evaluation's work budget; raise when it is exhausted."""
+    left = _METER.left - units
+    if left < 0:
+        raise WorkLimitExceeded(
+            f"Sorry, this expression does more than {LIMITS.max_work} units of work"
+        )
+    _METER.left = left
+
+
+def start_meter() -> int:
+    """Give this thread a full budget; returns the budget to restore (evaluations may nest)."""
+    saved = _METER.left
+    _METER.left = LIMITS.max_work
+    return saved
+
+
+def stop_meter(saved: int) -> None:
+    _METER.left = saved
+
+
+# -- weighing values -----------------------------------------------------------------------
+
+_SEQUENCES = (list, tuple, set, frozenset)
+_VIEWS: tuple[type[Collection[Any]], ...] = (
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+)
+_MAPPINGS = (dict, MappingProxyType)
+CONTAINERS: tuple[type[Collection[Any]], ...] = (*_SEQUENCES, *_MAPPINGS, *_VIEWS)
+
+
+_FLAT = frozenset({int, float, bool, complex, type(None)})
+_STR = frozenset({str})
+
+
+def weigh(value: Any, *, text: bool = False, within: Any = None, budget: int = 0) -> int:
+    """Size of ``value``: items of every container plus characters of every string in it.
+
+    Shared references count each time they occur (``[s] * n`` weighs ``n * len(s)``), which
+    bounds what printing or storing the value produces; each distinct container is walked once.
+    With ``text`` an integer counts its digits too (an estimate of the length of ``str(value)``).
+    Stops early once over ``budget`` (default ``max_length``); raises :class:`NestedTooDeeply`
+    past ``max_depth`` levels, or when ``within`` — a container about to receive ``value`` — is
+    reached: a value may not contain itself. Recursion is bounded by ``max_depth``.
     """
     if isinstance(value, str | bytes):
         return len(value)
-    if not isinstance(value, list | tuple | set | frozenset | dict):
-        return 1
-    total = len(value)
-    for item in value.values() if isinstance(value, dict) else value:
-        if total > budget:
-            break
-        if isinstance(item, list | tuple | set | frozenset | dict):
-            total += _weight(item, budget - total)
-    return total
+    if not isinstance(value, CONTAINERS):
+        return _scalar_weight(value, text)
+    return _Walk(budget or LIMITS.max_length, text, within).weigh(value, 1)
 
 
-def _too_long() -> se.IterableTooLong:
-    return se.IterableTooLong("Sorry, I will not evaluate something that long.")
+class _Walk:
+    __slots__ = ("limit", "max_depth", "memo", "open", "text", "within")
+
+    def __init__(self, limit: int, text: bool, within: Any) -> None:
+        self.limit = limit
+        self.max_depth = LIMITS.max_depth
+        self.text = text
+        self.within = within
+        self.memo: dict[int, int] = {}
+        self.open: set[int] = set()
+
+    def weigh(self, container: Any, depth: int) -> int:
+        key = id(container)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if container is self.within or key in self.open or depth > self.max_depth:
+            raise NestedTooDeeply(
+                f"Sorry, a value may nest at most {self.max_depth} levels and may not contain "
+                "itself"
+            )
+        self.open.add(key)
+        total = len(container)
+        for part in _parts(container):
+            if total > self.limit:
+                break
+            total += self._items(part, depth)
+        self.open.discard(key)
+        self.memo[key] = total
+        return total
+
+    def _items(self, items: Any, depth: int) -> int:
+        kinds = set(map(type, items))
+        if kinds <= _FLAT and not (self.text and int in kinds):
+            return 0
+        if kinds == _STR:
+            return sum(map(len, items))
+        total = 0
+        for item in items:
+            if isinstance(item, str | bytes):
+                total += len(item)
+            elif isinstance(item, CONTAINERS):
+                total += self.weigh(item, depth + 1)
+                if total > self.limit:
+                    break
+            elif self.text:
+                total += _scalar_weight(item, True)
+        return total
 
 
-def safe_mult(left: Any, right: Any) -> Any:
-    """``left * right`` unless the product or the repeated sequence would be too large."""
-    if isinstance(left, int) and isinstance(right, int):
-        if left.bit_length() + right.bit_length() > _MAX_BITS:
-            raise se.NumberTooHigh(f"Sorry! I don't want to evaluate a {_MAX_BITS}-bit product")
-        return left * right
-    for count, items in ((left, right), (right, left)):
-        is_repeat = isinstance(count, int) and hasattr(items, "__len__")
-        if is_repeat and count * _weight(items) > se.MAX_STRING_LENGTH:
-            raise _too_long()
-    return left * right
+def _parts(container: Any) -> tuple[Any, ...]:
+    if isinstance(container, _MAPPINGS):
+        return (container.keys(), container.values())
+    return (container,)
 
 
-def safe_add(left: Any, right: Any) -> Any:
-    """``left + right`` unless two sized values would concatenate into too many items."""
-    sized = hasattr(left, "__len__") and hasattr(right, "__len__")
-    if sized and _weight(left) + _weight(right) > se.MAX_STRING_LENGTH:
-        raise _too_long()
-    return left + right
+def _scalar_weight(value: Any, text: bool) -> int:
+    if text and isinstance(value, int):
+        return value.bit_length() // 3 + 1
+    return 1
 
 
-def safe_power(base: Any, exponent: Any) -> Any:
-    """``base ** exponent`` unless the integer result would have too many bits."""
-    integers = isinstance(base, int) and isinstance(exponent, int) and exponent > 0
-    if integers and exponent * max(abs(base).bit_length() - 1, 0) > _MAX_BITS:
-        raise se.NumberTooHigh(f"Sorry! I don't want to evaluate {base} ** {exponent}")
-    return se.safe_power(base, exponent)
+def check_length(size: int) -> None:
+    """Refuse a result of ``size`` items or characters before it is built; charge its cost."""
+    if size > LIMITS.max_length:
+        raise too_long()
+    charge(size)
 
 
-def safe_mod(left: Any, right: Any) -> Any:
-    """``left % right``; ``%`` string formatting is refused (it can reach attributes)."""
-    if isinstance(left, str | bytes):
-        raise se.FeatureNotAvailable("String formatting with '%' is not allowed")
-    return left % right
+def check_built(value: Any, within: Any = None) -> Any:
+    """Weigh a container an expression is building (or adding to ``within``) and charge it."""
+    if isinstance(value, CONTAINERS):
+        size = weigh(value, within=within)
+        if size > LIMITS.max_length:
+            raise too_long()
+        charge(size)
+    return value
 
 
-def check_size(value: Any) -> None:
-    """Raise when a container or string is longer than simpleeval's limit."""
-    if isinstance(value, _SIZED) and len(value) > se.MAX_STRING_LENGTH:
-        raise _too_long()
+def check_bits(bits: int) -> None:
+    if bits > LIMITS.max_bits:
+        raise too_many_bits()
 
 
-def check_method_args(obj: Any, name: str, args: Sequence[Any]) -> None:
-    """Refuse the str methods whose arguments, not their receiver, set the result size."""
-    if not args:
-        return
-    first = args[0]
-    if name == "to_bytes" and isinstance(first, int) and first > se.MAX_STRING_LENGTH:
-        raise _too_long()
-    if not isinstance(obj, str | bytes):
-        return
-    if name in _PADDING and isinstance(first, int) and first > se.MAX_STRING_LENGTH:
-        raise _too_long()
-    if name == "replace" and len(args) >= 2 and isinstance(args[1], str | bytes):
-        estimate = len(obj) + (len(obj) + 1) * len(args[1])
-        if estimate > se.MAX_STRING_LENGTH:
-            raise _too_long()
-    if name == "join" and isinstance(first, Sequence) and len(obj) * len(first) > MAX_TEXT:
-        raise _too_long()
+def charge_ints(left: int, right: int) -> None:
+    """Charge an operation on two integers by the product of their sizes (quadratic at worst)."""
+    bits = left.bit_length() * right.bit_length()
+    if bits > 1 << 14:
+        charge(bits >> 14)

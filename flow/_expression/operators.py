@@ -1,21 +1,34 @@
 """What each operator of the expression language does, keyed by its :mod:`ast` node type.
 
 Ordering comparisons and ``in`` are null-safe as in the reference (``None < 1`` is false, not a
-``TypeError``); arithmetic is simpleeval's with the size and power limits of
-:mod:`flow._expression.limits`; ``!`` arrives as ``~`` (see :mod:`~flow._expression.translate`)
-and so ``Invert`` is logical not.
+``TypeError``); ``!`` arrives as ``~`` (see :mod:`~flow._expression.translate`) and so ``Invert``
+is logical not. Arithmetic weighs its operands before it computes (:mod:`.limits`): a repeated
+or concatenated sequence longer than ``max_length``, an integer over ``max_bits`` bits (``*``,
+``**``, ``<<``) and ``%`` string formatting are refused, and the operations whose cost grows
+with their operands charge the work meter.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator as op
 from collections.abc import Callable
 from typing import Any
 
 import simpleeval as se
 
-from flow._expression.limits import safe_add, safe_mod, safe_mult, safe_power
+from flow._expression.limits import (
+    CONTAINERS,
+    charge,
+    charge_ints,
+    check_bits,
+    check_length,
+    weigh,
+)
+
+_SCALARS = frozenset({int, float, bool, complex, type(None)})
+_REPEATABLE = (str, bytes, list, tuple)
 
 
 def _null_safe(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -37,7 +50,35 @@ def _not_contains(item: Any, container: Any) -> bool:
 
 def equals(left: Any, right: Any) -> Any:
     """Java's ``left.equals(right)`` read null-safely: ``None`` when ``left`` is ``None``."""
-    return None if left is None else left == right
+    if left is None:
+        return None
+    _charge_compare(left, right)
+    return left == right
+
+
+def _compare_cost(value: Any) -> int:
+    if isinstance(value, str | bytes):
+        return (len(value) >> 4) + 1
+    if isinstance(value, CONTAINERS):
+        return weigh(value)
+    return 1
+
+
+def _charge_compare(left: Any, right: Any) -> None:
+    if type(left) not in _SCALARS or type(right) not in _SCALARS:
+        charge(_compare_cost(left) + _compare_cost(right))
+
+
+def charged(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``compare`` charging the meter by the size of its operands (for non-constant operands:
+    comparing two large containers walks both)."""
+
+    def run(left: Any, right: Any) -> Any:
+        if type(left) not in _SCALARS or type(right) not in _SCALARS:
+            charge(_compare_cost(left) + _compare_cost(right))
+        return compare(left, right)
+
+    return run
 
 
 COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
@@ -52,26 +93,83 @@ COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.Is: op.is_,
     ast.IsNot: op.is_not,
 }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int)
+
+
+def safe_mult(left: Any, right: Any) -> Any:
+    """``left * right`` unless the product or the repeated sequence would be too large."""
+    if _is_int(left) and _is_int(right):
+        check_bits(left.bit_length() + right.bit_length())
+        charge_ints(left, right)
+        return left * right
+    for count, items in ((left, right), (right, left)):
+        if _is_int(count) and isinstance(items, _REPEATABLE):
+            check_length(max(count, 0) * weigh(items))
+            break
+    return left * right
+
+
+def safe_add(left: Any, right: Any) -> Any:
+    """``left + right`` unless two sequences would concatenate into too many items."""
+    if isinstance(left, _REPEATABLE) and isinstance(right, _REPEATABLE):
+        check_length(weigh(left) + weigh(right))
+    return left + right
+
+
+def safe_power(base: Any, exponent: Any) -> Any:
+    """``base ** exponent`` unless the integer result would have too many bits."""
+    if _is_int(base) and _is_int(exponent) and exponent > 0 and abs(base) > 1:
+        bits = int(exponent * math.log2(abs(base))) + 1
+        check_bits(bits)
+        charge((bits * bits) >> 14)
+        return base**exponent
+    return se.safe_power(base, exponent)
+
+
+def safe_lshift(left: Any, right: Any) -> Any:
+    """``left << right`` unless the integer result would have too many bits."""
+    if _is_int(left) and _is_int(right) and right > 0 and left:
+        check_bits(left.bit_length() + right)
+        charge(right >> 6)
+    return left << right
+
+
+def safe_mod(left: Any, right: Any) -> Any:
+    """``left % right``; ``%`` string formatting is refused (it can reach attributes)."""
+    if isinstance(left, str | bytes):
+        raise se.FeatureNotAvailable("String formatting with '%' is not allowed")
+    if _is_int(left) and _is_int(right):
+        charge_ints(left, right)
+    return left % right
+
+
+def safe_floordiv(left: Any, right: Any) -> Any:
+    """``left // right``, charging the meter for huge integers (long division is quadratic)."""
+    if _is_int(left) and _is_int(right):
+        charge_ints(left, right)
+    return left // right
+
+
 BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    kind: se.DEFAULT_OPERATORS[kind]
-    for kind in (
-        ast.Add,
-        ast.Sub,
-        ast.Mult,
-        ast.Div,
-        ast.FloorDiv,
-        ast.Pow,
-        ast.LShift,
-        ast.RShift,
-        ast.BitOr,
-        ast.BitXor,
-        ast.BitAnd,
-    )
+    ast.Add: safe_add,
+    ast.Sub: op.sub,
+    ast.Mult: safe_mult,
+    ast.Div: op.truediv,
+    ast.FloorDiv: safe_floordiv,
+    ast.Mod: safe_mod,
+    ast.Pow: safe_power,
+    ast.LShift: safe_lshift,
+    ast.RShift: op.rshift,
+    ast.BitOr: op.or_,
+    ast.BitXor: op.xor,
+    ast.BitAnd: op.and_,
 }
-BINARY.update({ast.Mod: safe_mod, ast.Mult: safe_mult, ast.Add: safe_add, ast.Pow: safe_power})
 UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Not: op.not_,
     ast.Invert: op.not_,
-    ast.USub: se.DEFAULT_OPERATORS[ast.USub],
-    ast.UAdd: se.DEFAULT_OPERATORS[ast.UAdd],
+    ast.USub: op.neg,
+    ast.UAdd: op.pos,
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from flow._expression.limits import MAX_TEXT
+from flow._expression import limits
 from flow._expression.translate import translate
 from flow.errors import ExpressionError
 
@@ -19,8 +19,9 @@ def parse_text(text: str, mode: str) -> ast.AST:
     """Parse ``text`` in ``mode`` (``"eval"`` or ``"exec"``); raises :class:`ExpressionError`."""
     if not text.strip():
         raise ExpressionError("Empty expression", expression=text)
-    if len(text) > MAX_TEXT:
-        raise ExpressionError(f"Expression longer than {MAX_TEXT} characters", expression=text)
+    max_text = limits.LIMITS.max_text
+    if len(text) > max_text:
+        raise ExpressionError(f"Expression longer than {max_text} characters", expression=text)
     source = translate(_unindent(text), original=text).strip()
     if mode == "eval" and "\n" in source:
         source = f"(\n{source}\n)"

@@ -8,6 +8,7 @@ substitution leaves string literals and attribute names (``x.null``) untouched.
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Sequence
 
@@ -22,6 +23,7 @@ _NAME_WORDS = {
     "false": "False",
 }
 _DOUBLED = {"&": " and ", "|": " or "}
+_CANDIDATE = re.compile(r"[&|!~]|\b(?:AND|OR|NOT|null|true|false)\b")
 
 
 def translate(text: str, *, original: str | None = None) -> str:
@@ -32,6 +34,8 @@ def translate(text: str, *, original: str | None = None) -> str:
     naming ``original`` (default ``text``).
     """
     original = text if original is None else original
+    if _CANDIDATE.search(text) is None:
+        return text  # nothing to translate: skip the (slow) tokenizer
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError) as exc:
@@ -72,14 +76,22 @@ def _replacement(
 
 
 def _apply(text: str, edits: list[tuple[tuple[int, int], tuple[int, int], str]]) -> str:
+    """Apply non-overlapping edits (each within one line) in one pass: linear in the text."""
     lines = text.splitlines(keepends=True)
     skip_until: tuple[int, int] = (0, 0)
-    kept = []
-    for edit in edits:
-        if edit[0] >= skip_until:
-            kept.append(edit)
-            skip_until = edit[1]
-    for (row, start), (_, end), replacement in reversed(kept):
-        line = lines[row - 1]
-        lines[row - 1] = line[:start] + replacement + line[end:]
-    return "".join(lines)
+    pieces: list[str] = []
+    row_done, column_done = 1, 0
+    for (row, start), end, replacement in edits:
+        if (row, start) < skip_until:
+            continue
+        skip_until = end
+        while row_done < row:
+            pieces.append(lines[row_done - 1][column_done:])
+            row_done, column_done = row_done + 1, 0
+        pieces.append(lines[row - 1][column_done:start])
+        pieces.append(replacement)
+        column_done = end[1]
+    while row_done <= len(lines):
+        pieces.append(lines[row_done - 1][column_done:])
+        row_done, column_done = row_done + 1, 0
+    return "".join(pieces)

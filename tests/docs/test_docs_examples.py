@@ -101,7 +101,9 @@ def test_quick_start_is_the_quickstart_example() -> None:
     assert python[0] == code
 
 
-@pytest.mark.parametrize("page", ["getting-started.md", "cli.md", "graph-format.md", "concepts.md"])
+@pytest.mark.parametrize(
+    "page", ["getting-started.md", "cli.md", "graph-format.md", "concepts.md", "limits.md"]
+)
 def test_python_snippets_run_and_print_what_the_page_shows(page: str, tmp_path: Path) -> None:
     found = blocks(page)
     for i, block in enumerate(found):

@@ -1,0 +1,153 @@
+"""Size checks of the allowed methods: weigh the arguments before the call, check the result.
+
+A method whose *arguments* set the size of its result (``ljust(n)``, ``replace(old, new)``,
+``join(items)``, ``expandtabs(n)``, ``translate(table)``, ``to_bytes(n)``, ``strftime(fmt)``) is
+refused before it allocates anything; a method that adds to a container weighs what it adds
+(and refuses a container that would contain itself); every call charges the work meter by the
+size of what it walks. Results longer than ``max_length`` are refused afterwards — they can be
+at most a few times the size of values that already exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import simpleeval as se
+
+from flow._expression import limits
+from flow._expression.limits import (
+    CONTAINERS,
+    charge,
+    check_length,
+    too_long,
+    weigh,
+)
+
+_TEXT = (str, bytes)
+_SIZED: tuple[type[Collection[Any]], ...] = (*_TEXT, *CONTAINERS)
+_PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
+_ADDING = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "update",
+        "setdefault",
+        "add",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
+_SORT_FACTOR = 20
+
+
+def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """Refuse a call whose result would be too large; charge the work it will do."""
+    charge(1)
+    if isinstance(obj, _TEXT):
+        _text_method(obj, name, args, kwargs)
+    elif isinstance(obj, CONTAINERS):
+        _container_method(obj, name, args, kwargs)
+    elif isinstance(obj, int) and name == "to_bytes":
+        length = _argument(args, kwargs, 0, "length", 1)
+        if isinstance(length, int):
+            check_length(length)
+    elif isinstance(obj, dt.date | dt.time) and name == "strftime":
+        fmt = _argument(args, kwargs, 0, "format", "")
+        if isinstance(fmt, str):
+            check_length(len(fmt) * 16)
+
+
+def after_call(result: Any) -> None:
+    """Refuse a string or container result longer than ``max_length``."""
+    if isinstance(result, _SIZED) and len(result) > limits.LIMITS.max_length:
+        raise too_long()
+
+
+def _argument(
+    args: Sequence[Any], kwargs: Mapping[str, Any], index: int, name: str, default: Any
+) -> Any:
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+def _text_method(
+    text: str | bytes, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    charge((len(text) >> 2) + 1)
+    special = _TEXT_SIZES.get(name)
+    if special is not None:
+        special(text, args, kwargs)
+    elif name in _PADDING:
+        width = _argument(args, kwargs, 0, "width", 0)
+        if isinstance(width, int):
+            check_length(max(width, len(text)))
+
+
+def _expandtabs(text: str | bytes, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    size = _argument(args, kwargs, 0, "tabsize", 8)
+    if isinstance(size, int):
+        tab = "\t" if isinstance(text, str) else b"\t"
+        check_length(len(text) + text.count(tab) * max(size, 0))  # type: ignore[arg-type]
+
+
+def _replace(text: str | bytes, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    if len(args) < 2 or not isinstance(args[0], _TEXT) or not isinstance(args[1], _TEXT):
+        return
+    old, new = args[0], args[1]
+    found = len(text) + 1 if not old else text.count(old)  # type: ignore[arg-type]
+    limit = args[2] if len(args) > 2 else kwargs.get("count", -1)
+    if isinstance(limit, int) and limit >= 0:
+        found = min(found, limit)
+    check_length(len(text) + found * max(len(new) - len(old), 0))
+
+
+def _join(text: str | bytes, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    items = _argument(args, kwargs, 0, "iterable", ())
+    if isinstance(items, _TEXT):
+        check_length(len(items) * (len(text) + 1))
+        return
+    if not isinstance(items, CONTAINERS):
+        raise se.FeatureNotAvailable("join() takes a list, tuple, set or dict of strings")
+    if len(items) > limits.LIMITS.max_length:
+        raise too_long()
+    charge(len(items))
+    pieces = sum(len(item) if isinstance(item, _TEXT) else 0 for item in items)
+    check_length(pieces + len(text) * max(len(items) - 1, 0))
+
+
+def _translate(text: str | bytes, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    table = _argument(args, kwargs, 0, "table", None)
+    if isinstance(text, bytes):
+        return  # a bytes table maps byte to byte: the result is as long as the text
+    if not isinstance(table, dict):
+        raise se.FeatureNotAvailable("str.translate() takes a dict table")
+    charge(len(table))
+    widest = max((len(v) for v in table.values() if isinstance(v, str)), default=1)
+    check_length(len(text) * max(widest, 1))
+
+
+_TEXT_SIZES: dict[str, Callable[[Any, Sequence[Any], Mapping[str, Any]], None]] = {
+    "expandtabs": _expandtabs,
+    "replace": _replace,
+    "join": _join,
+    "translate": _translate,
+}
+
+
+def _container_method(
+    container: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> None:
+    if name in _ADDING:
+        added = sum(weigh((value,), within=container) for value in (*args, *kwargs.values()))
+        check_length(weigh(container) + added)
+    elif name == "sort":
+        charge(len(container) * _SORT_FACTOR)
+    elif name in ("count", "index", "remove"):
+        charge(weigh(container))
+    else:
+        charge(len(container) + sum(len(a) for a in args if isinstance(a, CONTAINERS)))

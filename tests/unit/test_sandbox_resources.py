@@ -1,0 +1,229 @@
+"""Hostile expressions fail fast with ExpressionError: no allocation blow-up, no long CPU run,
+no deep recursion — checked per class of attack, in a child process with a memory limit and a
+timeout so that a regression fails the test instead of hanging the suite or the machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow.context import FlowContext
+from flow.errors import ExpressionError
+from flow.evaluation import (
+    SafeEvaluation,
+    check_condition,
+    check_script,
+    expression_limits,
+    set_expression_limits,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CHILD = Path(__file__).with_name("sandbox_child.py")
+PER_PAYLOAD_SECONDS = 2.0  # the budget is ≪ 1 s; the margin absorbs a loaded CI machine
+EVALUATION = SafeEvaluation()
+
+
+def _doubling(times: int, build: str) -> str:
+    return "r = [1]\n" + "\n".join([f"r = {build}"] * times)
+
+
+ALLOCATION = [
+    ("script", 'r = "".join(["x" * 99999] * 99999)'),
+    ("script", "r = tabs.expandtabs(99999)"),
+    ("script", 'r = ("\\t" * 9999).expandtabs(99999)'),
+    ("script", "r = ('a' * 100).translate(table)"),
+    ("script", _doubling(40, "[r, r]") + "\nr = str(r)"),
+    ("script", _doubling(40, "(r, r)") + "\nr = {r}"),
+    ("script", _doubling(40, "{'a': r, 'b': r}")),
+    ("script", 'r = "{:>999999999}".format(1)'),
+    ("script", 'r = "%0999999999d" % 1'),
+    ("script", 'r = "%s" % big'),
+    ("script", "r = int(d)"),
+    ("script", "r = round(d)"),
+    ("script", "r = round(d, 999999999)"),
+    ("script", "r = round(5, -1000000000)"),
+    ("script", "r = 2 ** 10 ** 8"),
+    ("script", "r = 9 ** 9 ** 9"),
+    ("script", "r = n ** n"),
+    ("script", "r = 1 << 10 ** 9"),
+    ("script", "r = n << n"),
+    ("script", "r = (2 ** 60000) * (2 ** 60000)"),
+    ("script", "r = range(10 ** 12)"),
+    ("script", "r = sorted(many)"),
+    ("script", "r = list(many)"),
+    ("script", "r = big.replace('', big)"),
+    ("script", "r = ('a' * 50000).replace('a', 'a' * 50000)"),
+    ("script", "r = s.zfill(n)"),
+    ("script", "r = s.ljust(n)"),
+    ("script", "r = s.rjust(n)"),
+    ("script", "r = s.center(n)"),
+    ("script", "r = [x for x in many for y in many]"),
+    ("script", "r = [[0] * 100000] * 100000"),
+    ("script", "r = 'x' * 99999\nr = [r] * 99999"),
+    ("script", "r = big * 2"),
+    ("script", "r = big + big"),
+    ("script", "r = many + many"),
+    ("script", "r = (1).to_bytes(10 ** 9, 'big')"),
+    ("script", "r = day.strftime(fmt)"),
+    ("script", "r = int('9' * 99999)"),
+    ("script", "r = str(many)"),
+    ("script", "m.update({'a': big}); m.update({'b': big})"),
+    ("script", "a = [1]; a.append(a)"),
+    ("script", "a = [1]; a.extend(a)"),
+    ("script", "a = {}; a.setdefault('k', a)"),
+    ("script", "many.extend(many)"),
+    ("condition", "len(str([big] * 3)) > 0"),
+    ("condition", "len(' '.join(many) + big) > 0"),
+]
+
+CPU = [
+    ("script", "\n".join(["x = big.replace('x', 'y')"] * 200)),
+    ("script", "\n".join(["x = many == many2"] * 200)),
+    ("script", "\n".join(["x = big.upper()"] * 400)),
+    ("script", "a = 7 ** 35000\n" + "\n".join(["b = a * a // 7"] * 300)),
+    ("script", "\n".join(["x = 'x' * 99999"] * 300)),
+    ("script", "\n".join(["x = str(many[:20000])"] * 300)),
+    ("condition", " and ".join(["many == many2"] * 200)),
+]
+
+RECURSION = [
+    ("check", "x == " + "(" * 500 + "1" + ")" * 500),
+    ("check", "x == " + "-" * 5000 + "1"),
+    ("check", "x == " + "a." * 3000 + "b"),
+    ("check", "x == " + "not " * 2000 + "x"),
+    ("check", "x == " + "!" * 5000 + "x"),
+    ("check", "x == " + "[" * 100 + "]" * 100),
+    ("check", "x == " + " + ".join(["1"] * 3000)),
+    ("check", "x == " + "f(" * 150 + ")" * 150),
+    ("script", "r = str(deep)"),
+    ("script", "r = [deep]"),
+    ("condition", "deep == deep"),
+]
+
+VALIDATION = [
+    ("check", "x == 1 && " + " && ".join(["y == 2"] * 20000)),
+    ("check", " + ".join(['("x" * 99999)[0:1]'] * 2000)),
+    ("check", "x == " + "'" + "a" * 200_000 + "'"),
+]
+
+
+def _run_in_child(payloads: list[tuple[str, str]], *flags: str) -> list[list[Any]]:
+    done = subprocess.run(
+        [sys.executable, str(CHILD), *flags],
+        input=json.dumps(payloads),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's flow, not an install
+        timeout=60 + 3 * len(payloads),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results: list[list[Any]] = json.loads(done.stdout)
+    return results
+
+
+def _assert_all_refused_fast(payloads: list[tuple[str, str]], *flags: str) -> None:
+    results = _run_in_child(payloads, *flags)
+    failures = [
+        (text[:80], outcome, seconds, message[:160])
+        for (_, text), (outcome, seconds, message) in zip(payloads, results, strict=True)
+        if outcome != "ExpressionError" or seconds > PER_PAYLOAD_SECONDS
+    ]
+    assert failures == []
+
+
+@pytest.mark.parametrize(
+    ("payloads", "flags"),
+    [
+        pytest.param(ALLOCATION, (), id="allocation"),
+        pytest.param(CPU, (), id="cpu-time"),
+        pytest.param(RECURSION, (), id="recursion-depth"),
+        pytest.param(VALIDATION, (), id="validate-time"),
+        pytest.param(ALLOCATION + CPU, ("--no-int-digit-limit",), id="host-without-int-limit"),
+    ],
+)
+def test_hostile_payloads_fail_fast_with_expression_error(
+    payloads: list[tuple[str, str]], flags: tuple[str, ...]
+) -> None:
+    _assert_all_refused_fast(payloads, *flags)
+
+
+def test_str_of_huge_integer_is_refused_when_the_host_lifted_the_digit_limit() -> None:
+    [(outcome, _, _)] = _run_in_child(
+        [("script", "r = str(2 ** 99999 * 2 ** 99999)")], "--no-int-digit-limit"
+    )
+    assert outcome == "ExpressionError"
+
+
+def test_ordinary_work_stays_within_every_limit() -> None:
+    ctx = FlowContext.of("i-1", {"items": ["a", "b"] * 500, "name": "x" * 1000})
+    EVALUATION.run_task(
+        ctx,
+        "label = ', '.join(items) + name.upper(); n = len(label); "
+        "big = 2 ** 4000 % 97; parts = label.split(',')[:3]; m = {'k': parts}",
+    )
+    assert ctx.get("n") == 1000 * 3 - 2 + 1000
+    assert ctx.get("m") == {"k": ["a", " b", " a"]}
+
+
+def test_work_budget_is_shared_by_the_statements_of_one_script() -> None:
+    one = "x = big.replace('x', 'y')"
+    ctx = FlowContext.of("i-1", {"big": "x" * 60_000})
+    EVALUATION.run_task(ctx, one)  # one statement is fine
+    with pytest.raises(ExpressionError, match="units of work"):
+        EVALUATION.run_task(ctx, "\n".join([one] * 100))
+
+
+def test_every_evaluation_gets_a_fresh_budget() -> None:
+    ctx = FlowContext.of("i-1", {"big": "x" * 60_000})
+    for _ in range(50):
+        EVALUATION.run_task(ctx, "x = big.replace('x', 'y')")
+
+
+def test_error_message_quotes_a_bounded_part_of_a_huge_text() -> None:
+    with pytest.raises(ExpressionError) as info:
+        check_condition("x == '" + "a" * 200_000 + "'")
+    assert len(str(info.value)) < 400
+    assert info.value.expression is not None and len(info.value.expression) > 200_000
+
+
+@pytest.fixture
+def restore_limits() -> Any:
+    saved = expression_limits()
+    yield
+    set_expression_limits(saved)
+
+
+@pytest.mark.usefixtures("restore_limits")
+def test_limits_can_be_changed_for_the_process() -> None:
+    text = "x == " + " + ".join(["1"] * 40)
+    check_condition(text)
+    set_expression_limits(replace(expression_limits(), max_text=50))
+    with pytest.raises(ExpressionError, match="longer than 50"):
+        check_condition(text)  # the compiled form cached under the old limits is forgotten
+    set_expression_limits(replace(expression_limits(), max_text=10_000, max_length=10))
+    with pytest.raises(ExpressionError, match="longer than 10"):
+        check_script("r = 'abcdef' * 2")
+
+
+@pytest.mark.usefixtures("restore_limits")
+def test_work_limit_can_be_raised() -> None:
+    script = "\n".join(["x = big.replace('x', 'y')"] * 100)
+    ctx = FlowContext.of("i-1", {"big": "x" * 60_000})
+    set_expression_limits(replace(expression_limits(), max_work=100_000_000))
+    EVALUATION.run_task(ctx, script)
+
+
+def test_limits_reject_nonsense_values() -> None:
+    from flow.evaluation import ExpressionLimits
+
+    with pytest.raises(ValueError, match="max_work"):
+        ExpressionLimits(max_work=0)
