@@ -21,7 +21,7 @@ import simpleeval as se
 
 from flow._expression import limits
 from flow._expression.compiler import Compiler, ScriptContext
-from flow._expression.limits import ExpressionLimits, start_meter, stop_meter
+from flow._expression.limits import METER, ExpressionLimits, start_meter
 from flow._expression.parse import parse_text
 from flow.errors import ExpressionError
 
@@ -60,13 +60,11 @@ def compile_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
             raise _guard(text, exc) from None
 
     def metered_condition(data: Mapping[str, Any]) -> bool:
-        saved = start_meter()
+        METER.left = limits.LIMITS.max_work  # start_meter(), inlined: this runs per evaluation
         try:
             return truth(root(data))
         except _GUARDED as exc:
             raise _guard(text, exc) from None
-        finally:
-            stop_meter(saved)
 
     return metered_condition if metered else condition
 
@@ -82,29 +80,31 @@ def compile_script(text: str) -> Callable[[ScriptContext], None]:
     statements, metered = _compile(text, lambda c: tuple(c.statement(s) for s in tree.body))
 
     def script(ctx: ScriptContext) -> None:
-        saved = start_meter() if metered else 0
         try:
             for statement in statements:
                 statement(ctx)
         except _GUARDED as exc:
             raise _guard(text, exc) from None
-        finally:
-            if metered:
-                stop_meter(saved)
 
-    return script
+    def metered_script(ctx: ScriptContext) -> None:
+        METER.left = limits.LIMITS.max_work  # start_meter(), inlined: this runs per evaluation
+        try:
+            for statement in statements:
+                statement(ctx)
+        except _GUARDED as exc:
+            raise _guard(text, exc) from None
+
+    return metered_script if metered else script
 
 
 def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
     """Build with a work budget of its own: folding constants runs operations now."""
-    saved = start_meter()
+    start_meter()
     try:
         compiler = Compiler(text)
         return build(compiler), compiler.metered
     except RecursionError:
         raise ExpressionError("Expression is nested too deeply", expression=text) from None
-    finally:
-        stop_meter(saved)
 
 
 def set_limits(new: ExpressionLimits) -> ExpressionLimits:

@@ -97,28 +97,26 @@ class _Meter(threading.local):
     left: int = 0
 
 
-_METER = _Meter()
+METER = _Meter()
 
 
 def charge(units: int) -> None:
     """Spend ``units`` of the running evaluation's work budget; raise when it is exhausted."""
-    left = _METER.left - units
+    left = METER.left - units
     if left < 0:
         raise WorkLimitExceeded(
             f"Sorry, this expression does more than {LIMITS.max_work} units of work"
         )
-    _METER.left = left
+    METER.left = left
 
 
-def start_meter() -> int:
-    """Give this thread a full budget; returns the budget to restore (evaluations may nest)."""
-    saved = _METER.left
-    _METER.left = LIMITS.max_work
-    return saved
+def start_meter() -> None:
+    """Give the evaluation starting on this thread a full budget.
 
-
-def stop_meter(saved: int) -> None:
-    _METER.left = saved
+    Not saved and restored: evaluations nest only when the application's own code, called from
+    an expression, runs another one, and then the outer one goes on with what the inner left.
+    """
+    METER.left = LIMITS.max_work
 
 
 # -- weighing values -----------------------------------------------------------------------
