@@ -2,9 +2,11 @@
 
 The loader is as lenient as the reference, so anything it accepted silently but that will
 misbehave at run time is reported here. Errors: duplicate node ids, links to unknown nodes (or
-with an empty ``nextId``), expressions that do not parse, a bad loop ``$in``. Warnings: an
-explicit unknown ``type``, several default links on one exclusive gateway, unreachable nodes and a
-parallel join that can never receive all its branches.
+with an empty ``nextId``), expressions that do not parse or break the sandbox's static limits
+(``$path`` task scripts stored in the graph meta included), a bad loop ``$in``. Warnings: an
+explicit unknown ``type``, a ``$path`` task that names no script in the meta, several default
+links on one exclusive gateway, unreachable nodes and a parallel join that can never receive all
+its branches.
 
 The join check is deliberately conservative (no false alarms): it warns only when an incoming link
 comes from a node that never flows out along it (an unreachable node or an END node), or when two
@@ -19,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from flow.errors import ExpressionError
+from flow.errors import ExpressionError, GraphDefinitionError
 from flow.node_type import NodeType
 
 if TYPE_CHECKING:
@@ -96,9 +98,24 @@ def _expressions(graph: Graph) -> Iterator[Problem]:
             yield from _parse(check_condition, node.when, node.id, "condition")
         if _is_expression(node.task, _NOT_SCRIPTS):
             yield from _parse(check_script, node.task, node.id, "task script")
+        elif isinstance(node.task, str) and node.task.startswith("$"):
+            yield from _meta_script(node)
         for link in node._links:
             if _is_expression(link.when, ("@",)):
                 yield from _parse(check_condition, link.when, node.id, "link condition", link)
+
+
+def _meta_script(node: Node) -> Iterator[Problem]:
+    """A ``$path`` task: the script text stored in the graph meta must be there and compile."""
+    from flow.driver import meta_script
+    from flow.evaluation import check_script
+
+    try:
+        text = meta_script(node, node.task[1:])
+    except GraphDefinitionError:
+        yield _warning(node.id, f"task {node.task!r} names no script text in the graph meta")
+        return
+    yield from _parse(check_script, text, node.id, f"task script {node.task!r}")
 
 
 def _is_expression(value: object, skipped: tuple[str, ...]) -> bool:

@@ -94,10 +94,15 @@ def test_unparsable_task_script_is_an_error() -> None:
     assert problems(text) == [("error", "a", None)]
 
 
-@pytest.mark.parametrize("task", ["'@my component'", "'#other graph'", "'$scripts.a b'"])
+@pytest.mark.parametrize("task", ["'@my component'", "'#other graph'"])
 def test_component_subgraph_and_meta_tasks_are_not_parsed(task: str) -> None:
     text = linear("{id: s, type: start}", f"{{id: a, task: {task}}}", "{id: e, type: end}")
     assert problems(text) == []
+
+
+def test_meta_task_path_is_not_parsed_as_a_script() -> None:
+    text = linear("{id: s, type: start}", "{id: a, task: '$scripts.a b'}", "{id: e, type: end}")
+    assert problems(text) == [("warning", "a", None)]  # no such meta script; not a syntax error
 
 
 def test_condition_components_are_not_parsed() -> None:
@@ -273,3 +278,22 @@ def test_deeply_nested_condition_is_an_error_not_a_crash() -> None:
     spec.add_start("s", when="(" * 5000 + "x" + ")" * 5000).link_add("e")
     spec.add_end("e")
     assert [(p.severity, p.node_id) for p in spec.create().validate()] == [("error", "s")]
+
+
+def test_meta_script_task_is_checked_like_an_inline_script() -> None:
+    graph = Graph.from_dict(
+        {
+            "id": "g",
+            "meta": {"scripts": {"bad": "x = __import__('os')", "ok": "y = 1"}},
+            "layout": [
+                {"id": "s", "type": "start", "link": [{"nextId": "a"}]},
+                {"id": "a", "task": "$scripts.ok", "link": [{"nextId": "b"}]},
+                {"id": "b", "task": "$scripts.bad", "link": [{"nextId": "c"}]},
+                {"id": "c", "task": "$scripts.missing", "link": [{"nextId": "e"}]},
+                {"id": "e", "type": "end"},
+            ],
+        }
+    )
+    found = [(p.severity, p.node_id) for p in graph.validate()]
+    assert found == [("error", "b"), ("warning", "c")]
+    assert "'$scripts.bad' is invalid" in graph.validate()[0].message
