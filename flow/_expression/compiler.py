@@ -208,7 +208,7 @@ class Compiler:
         if self.is_scalar(right) or (self.is_scalar(left) and kind not in (ast.In, ast.NotIn)):
             return function
         self.metered = True
-        return charged(function)
+        return charged(kind)
 
     def is_scalar(self, code: Code) -> bool:
         return code in self.constants and isinstance(self.constants[code], _SCALAR_CONSTANT)

@@ -92,7 +92,9 @@ def _round(value: Any, ndigits: Any = None) -> Any:
             _check_decimal(value)
         return round(value)
     if isinstance(ndigits, int):
-        check_bits(int(abs(ndigits) * _LOG2_10))
+        bits = int(abs(ndigits) * _LOG2_10)
+        check_bits(bits)
+        charge((bits * bits) >> 14)
         if isinstance(value, Decimal):
             _check_decimal(value)
     return round(value, ndigits)

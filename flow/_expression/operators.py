@@ -26,6 +26,7 @@ from flow._expression.limits import (
     check_length,
     weigh,
 )
+from flow._expression.sizes import search_cost
 
 _SCALARS = frozenset({int, float, bool, complex, type(None)})
 _REPEATABLE = (str, bytes, list, tuple)
@@ -56,6 +57,18 @@ def equals(left: Any, right: Any) -> Any:
     return left == right
 
 
+def _contains_charged(item: Any, container: Any) -> bool:
+    if isinstance(container, str | bytes) and isinstance(item, str | bytes):
+        charge(search_cost(container, len(item)))
+    else:
+        _charge_compare(item, container)
+    return False if container is None else item in container
+
+
+def _not_contains_charged(item: Any, container: Any) -> bool:
+    return True if container is None else not _contains_charged(item, container)
+
+
 def _compare_cost(value: Any) -> int:
     if isinstance(value, str | bytes):
         return (len(value) >> 4) + 1
@@ -69,9 +82,15 @@ def _charge_compare(left: Any, right: Any) -> None:
         charge(_compare_cost(left) + _compare_cost(right))
 
 
-def charged(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """``compare`` charging the meter by the size of its operands (for non-constant operands:
-    comparing two large containers walks both)."""
+def charged(kind: type[ast.cmpop]) -> Callable[[Any, Any], Any]:
+    """The comparison ``kind`` charging the meter by the size of its operands (for operands
+    that are not constants: comparing two large containers walks both, and ``in`` on strings
+    searches)."""
+    if kind is ast.In:
+        return _contains_charged
+    if kind is ast.NotIn:
+        return _not_contains_charged
+    compare = COMPARE[kind]
 
     def run(left: Any, right: Any) -> Any:
         if type(left) not in _SCALARS or type(right) not in _SCALARS:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import simpleeval as se
@@ -41,12 +42,20 @@ _ADDING = frozenset(
         "symmetric_difference_update",
     }
 )
-_SORT_FACTOR = 20
+_BUILTIN = (*_SIZED, int, float, Decimal, dt.date, dt.time, dt.timedelta)
+_PYTHON_LEVEL = 16  # a library method (context.put_all) walks its arguments in Python
+_NAIVE_SEARCH = 100  # CPython searches for longer needles in linear time
+
+
+def search_cost(text: str | bytes, needle: int) -> int:
+    """Work of a pass over ``text`` looking for a ``needle``-long string: worst case
+    ``len(text) * needle`` character comparisons for short needles, charged at 4 per unit."""
+    return ((len(text) * max(min(needle, _NAIVE_SEARCH), 1)) >> 2) + 1
 
 
 def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
     """Refuse a call whose result would be too large; charge the work it will do."""
-    charge(1)
+    sized = sum(len(a) for a in (*args, *kwargs.values()) if isinstance(a, _SIZED))
     if isinstance(obj, _TEXT):
         _text_method(obj, name, args, kwargs)
     elif isinstance(obj, CONTAINERS):
@@ -59,6 +68,7 @@ def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, A
         fmt = _argument(args, kwargs, 0, "format", "")
         if isinstance(fmt, str):
             check_length(len(fmt) * 16)
+    charge(1 + sized * (1 if isinstance(obj, _BUILTIN) else _PYTHON_LEVEL))
 
 
 def after_call(result: Any) -> None:
@@ -78,7 +88,7 @@ def _argument(
 def _text_method(
     text: str | bytes, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
-    charge((len(text) >> 2) + 1)
+    charge(search_cost(text, max((len(a) for a in args if isinstance(a, _TEXT)), default=1)))
     special = _TEXT_SIZES.get(name)
     if special is not None:
         special(text, args, kwargs)
@@ -146,7 +156,7 @@ def _container_method(
         added = sum(weigh((value,), within=container) for value in (*args, *kwargs.values()))
         check_length(weigh(container) + added)
     elif name == "sort":
-        charge(len(container) * _SORT_FACTOR)
+        charge(weigh(container) * max(len(container).bit_length(), 1))
     elif name in ("count", "index", "remove"):
         charge(weigh(container))
     else:

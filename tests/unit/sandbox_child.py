@@ -36,6 +36,8 @@ def _data() -> dict[str, Any]:
         "fmt": "%c" * 4_000,
         "deep": deep,
         "m": {},
+        "bigdict": {str(i): i for i in range(60_000)},
+        "rows": [[i] * 300 for i in range(300)],
     }
 
 

@@ -91,6 +91,13 @@ CPU = [
     ("script", "\n".join(["x = 'x' * 99999"] * 300)),
     ("script", "\n".join(["x = str(many[:20000])"] * 300)),
     ("condition", " and ".join(["many == many2"] * 200)),
+    ("script", "\n".join(["x = ('x' * 99 + 'y') in big"] * 300)),
+    ("script", "\n".join(["x = big.count('x' * 99 + 'y')"] * 300)),
+    ("script", "\n".join(["x = big.find('x' * 99 + 'y')"] * 300)),
+    ("script", "\n".join(["rows.sort()"] * 500)),
+    ("script", "\n".join(["context.put_all(bigdict)"] * 350)),
+    ("script", "\n".join(["x = round(5, -30000)"] * 300)),
+    ("script", "\n".join(["x = min(many)"] * 300)),
 ]
 
 RECURSION = [
