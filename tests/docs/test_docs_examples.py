@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -111,7 +112,12 @@ def test_python_snippets_run_and_print_what_the_page_shows(page: str, tmp_path: 
             continue
         cwd = workdir(tmp_path / f"snippet{i}")
         done = subprocess.run(
-            [sys.executable, "-c", block.text], cwd=cwd, capture_output=True, text=True, check=False
+            [sys.executable, "-c", block.text],
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout, not the installed one
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert done.returncode == 0, f"{page} python block {i}: {done.stderr}"
         after = found[i + 1] if i + 1 < len(found) else None
