@@ -14,11 +14,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from flow._expression import (
+    SHORT_TEXT,
     ExpressionLimits,
     compile_condition,
     compile_script,
     current_limits,
+    long_condition,
+    long_script,
     set_limits,
+    short_condition,
+    short_script,
 )
 
 if TYPE_CHECKING:
@@ -55,10 +60,16 @@ class SafeEvaluation:
     __slots__ = ()
 
     def run_condition(self, ctx: FlowContext, expression: str) -> bool:
-        return compile_condition(expression)(ctx.data)
+        # compile_condition() inlined: this runs for every condition of every walk
+        if len(expression) <= SHORT_TEXT:
+            return short_condition(expression)(ctx.data)
+        return long_condition(expression)(ctx.data)
 
     def run_task(self, ctx: FlowContext, script: str) -> None:
-        compile_script(script)(ctx)
+        if len(script) <= SHORT_TEXT:
+            short_script(script)(ctx)
+        else:
+            long_script(script)(ctx)
 
     def __repr__(self) -> str:
         return "SafeEvaluation()"

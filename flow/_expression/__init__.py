@@ -46,9 +46,29 @@ def _guard(text: str, exc: BaseException) -> ExpressionError:
 _GUARDED = (se.InvalidExpression, RecursionError)
 
 
-@lru_cache(maxsize=4096)
+SHORT_TEXT = 512
+"""Texts up to this long share a 4,096-entry cache; longer ones a 64-entry cache, so that the
+compiled forms kept in memory stay bounded (a compiled 10,000-character text holds about 1 MB)."""
+
+
 def compile_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
     """Compile a condition into ``(data) -> bool``; cached per text. Raises ExpressionError."""
+    if len(text) <= SHORT_TEXT:
+        return short_condition(text)
+    return long_condition(text)
+
+
+def compile_script(text: str) -> Callable[[ScriptContext], None]:
+    """Compile a task script into ``(ctx) -> None``; cached per text. Raises ExpressionError.
+
+    One work budget covers the whole script, not each statement.
+    """
+    if len(text) <= SHORT_TEXT:
+        return short_script(text)
+    return long_script(text)
+
+
+def _build_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
     tree = parse_text(text, "eval")
     assert isinstance(tree, ast.Expression)
     root, metered = _compile(text, lambda compiler: compiler.expr(tree.body))
@@ -69,12 +89,7 @@ def compile_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
     return metered_condition if metered else condition
 
 
-@lru_cache(maxsize=4096)
-def compile_script(text: str) -> Callable[[ScriptContext], None]:
-    """Compile a task script into ``(ctx) -> None``; cached per text. Raises ExpressionError.
-
-    One work budget covers the whole script, not each statement.
-    """
+def _build_script(text: str) -> Callable[[ScriptContext], None]:
     tree = parse_text(text, "exec")
     assert isinstance(tree, ast.Module)
     statements, metered = _compile(text, lambda c: tuple(c.statement(s) for s in tree.body))
@@ -97,6 +112,13 @@ def compile_script(text: str) -> Callable[[ScriptContext], None]:
     return metered_script if metered else script
 
 
+short_condition = lru_cache(maxsize=4096)(_build_condition)
+long_condition = lru_cache(maxsize=64)(_build_condition)
+short_script = lru_cache(maxsize=4096)(_build_script)
+long_script = lru_cache(maxsize=64)(_build_script)
+_CACHES = (short_condition, long_condition, short_script, long_script)
+
+
 def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
     """Build with a work budget of its own: folding constants runs operations now."""
     start_meter()
@@ -111,8 +133,8 @@ def set_limits(new: ExpressionLimits) -> ExpressionLimits:
     """Install ``new`` process-wide, forget compiled texts (they were checked against the old
     limits) and return the previous limits."""
     previous = limits.set_limits(new)
-    compile_condition.cache_clear()
-    compile_script.cache_clear()
+    for cache in _CACHES:
+        cache.cache_clear()
     return previous
 
 
@@ -121,11 +143,16 @@ def current_limits() -> ExpressionLimits:
 
 
 __all__ = [
+    "SHORT_TEXT",
     "ExpressionLimits",
     "ScriptContext",
     "compile_condition",
     "compile_script",
     "current_limits",
+    "long_condition",
+    "long_script",
     "set_limits",
+    "short_condition",
+    "short_script",
     "truth",
 ]

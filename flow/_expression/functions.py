@@ -37,8 +37,17 @@ def _len(value: Any) -> int:
 
 
 def _cost_of_items(args: tuple[Any, ...]) -> None:
+    """``min(items)`` walks ``items``: a container or string is weighed, anything else must
+    say how long it is (a ``range`` from the data may be 10**12 long)."""
     items = args[0] if len(args) == 1 else args
-    charge(weigh(items) if isinstance(items, CONTAINERS) else len(args))
+    charge(weigh(items) if isinstance(items, (*CONTAINERS, str, bytes)) else _length(items))
+
+
+def _length(items: Any) -> int:
+    try:
+        return len(items)
+    except (TypeError, OverflowError):
+        raise se.FeatureNotAvailable("min()/max() take a list, tuple, set or string") from None
 
 
 def _min(*args: Any, **kwargs: Any) -> Any:

@@ -197,8 +197,8 @@ class _Walk:
                 total += self.weigh(item, depth + 1)
                 if total > self.limit:
                     break
-            elif self.text:
-                total += _scalar_weight(item, True)
+            elif self.text or type(item) is range:
+                total += _scalar_weight(item, self.text)
         return total
 
 
@@ -211,6 +211,11 @@ def _parts(container: Any) -> tuple[Any, ...]:
 def _scalar_weight(value: Any, text: bool) -> int:
     if text and isinstance(value, int):
         return value.bit_length() // 3 + 1
+    if isinstance(value, range):  # iterating a range from the data walks every number
+        try:
+            return len(value)
+        except OverflowError:
+            return LIMITS.max_length + 1
     return 1
 
 

@@ -38,6 +38,7 @@ def _data() -> dict[str, Any]:
         "m": {},
         "bigdict": {str(i): i for i in range(60_000)},
         "rows": [[i] * 300 for i in range(300)],
+        "numbers": range(10**12),
     }
 
 

@@ -79,6 +79,8 @@ ALLOCATION = [
     ("script", "a = [1]; a.extend(a)"),
     ("script", "a = {}; a.setdefault('k', a)"),
     ("script", "many.extend(many)"),
+    ("script", "r = []; r.extend(numbers)"),
+    ("script", "r = ','.join(numbers)"),
     ("condition", "len(str([big] * 3)) > 0"),
     ("condition", "len(' '.join(many) + big) > 0"),
 ]
@@ -98,6 +100,8 @@ CPU = [
     ("script", "\n".join(["context.put_all(bigdict)"] * 350)),
     ("script", "\n".join(["x = round(5, -30000)"] * 300)),
     ("script", "\n".join(["x = min(many)"] * 300)),
+    ("script", "x = min(numbers)"),
+    ("script", "x = max(numbers)"),
 ]
 
 RECURSION = [
@@ -234,3 +238,13 @@ def test_limits_reject_nonsense_values() -> None:
 
     with pytest.raises(ValueError, match="max_work"):
         ExpressionLimits(max_work=0)
+
+
+def test_compiled_texts_kept_in_memory_are_bounded() -> None:
+    from flow._expression import compile_condition, long_condition
+
+    texts = [f"x == {i} and " + " and ".join(["y > 1"] * 120) for i in range(100)]
+    for text in texts:
+        compile_condition(text)
+    assert compile_condition(texts[-1]) is compile_condition(texts[-1])
+    assert long_condition.cache_info().currsize <= 64
