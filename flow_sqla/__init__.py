@@ -6,7 +6,12 @@ The tables match the Go plugin's reference DDL; migrations ship in :mod:`flow_sq
 from __future__ import annotations
 
 from flow.errors import SnapshotError
-from flow_sqla.errors import InvalidIdentifierError, RepositoryError
+from flow_sqla.errors import (
+    ColumnDifference,
+    InvalidIdentifierError,
+    RepositoryError,
+    SchemaMismatchError,
+)
 
 # --- repository / history (added by the repository engineer) -------------------------------
 from flow_sqla.history import HistoryEntry, TaskHistoryRecorder
@@ -17,10 +22,12 @@ from flow_sqla.wiring import sql_workflow
 # ---------------------------------------------------------------------------------------------
 
 __all__ = [
+    "ColumnDifference",
     "FlowTables",
     "HistoryEntry",
     "InvalidIdentifierError",
     "RepositoryError",
+    "SchemaMismatchError",
     "Snapshot",
     "SnapshotError",
     "SqlStateRepository",

@@ -6,6 +6,9 @@ with one ``except``; driver exception types never reach the engine.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from flow.errors import FlowError
 
 
@@ -37,4 +40,53 @@ class InvalidIdentifierError(FlowError, ValueError):
         super().__init__(f"Invalid SQL {kind} {identifier!r}: {detail}")
 
 
-__all__ = ["InvalidIdentifierError", "RepositoryError"]
+@dataclass(frozen=True, kw_only=True)
+class ColumnDifference:
+    """One way an existing table differs from the schema a revision expects.
+
+    ``kind`` is ``"missing table"``, ``"missing"`` (a column the revision has and the table
+    lacks), ``"extra"`` (the other way round), ``"type"``, ``"nullable"`` or ``"unique"`` (no
+    unique key on the column). ``expected``/``found`` describe both sides where they apply.
+    """
+
+    table: str
+    column: str | None
+    kind: str
+    expected: str | None = None
+    found: str | None = None
+
+    def describe(self) -> str:
+        """One line: ``bpm_flow_task.form_id: type BIGINT expected, found VARCHAR(64)``."""
+        where = self.table if self.column is None else f"{self.table}.{self.column}"
+        if self.kind == "missing table":
+            return f"{where}: table missing"
+        if self.kind == "missing":
+            return f"{where}: column missing (expected {self.expected})"
+        if self.kind == "extra":
+            return f"{where}: extra column ({self.found})"
+        if self.kind == "unique":
+            return f"{where}: no unique key (the upsert on it needs one)"
+        return f"{where}: {self.kind} {self.expected} expected, found {self.found}"
+
+
+class SchemaMismatchError(RepositoryError):
+    """Existing tables that no version table records differ from the schema of ``revision``,
+    so they cannot be adopted (stamped) without risking the data.
+
+    ``differences`` lists every differing column (:class:`ColumnDifference`); the message names
+    each one. Raised before anything is written.
+    """
+
+    def __init__(self, differences: Iterable[ColumnDifference], *, revision: str) -> None:
+        self.differences = tuple(differences)
+        self.revision = revision
+        lines = "\n".join(f"- {d.describe()}" for d in self.differences)
+        super().__init__(
+            f"The existing flow tables cannot be adopted: they differ from revision {revision} "
+            f"(the Go plugin's ddl.sql) in {len(self.differences)} place(s):\n{lines}\n"
+            "Alter the tables to match, or, if you know they are compatible, record the "
+            f"revision yourself ('alembic stamp {revision}') and upgrade again."
+        )
+
+
+__all__ = ["ColumnDifference", "InvalidIdentifierError", "RepositoryError", "SchemaMismatchError"]

@@ -17,7 +17,6 @@ from typing import TextIO
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 
 from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, TableNames
 
@@ -93,6 +92,12 @@ def upgrade(
 ) -> None:
     """Upgrade the table set to ``revision``.
 
+    Existing tables that no version table of ours records are adopted: the Go plugin's tables
+    (no version table) are checked column by column against ``flow0001`` and upgraded from
+    there, or refused with :class:`~flow_sqla.errors.SchemaMismatchError` listing every
+    difference; our revisions recorded in a host app's ``alembic_version`` (recipe B) are
+    upgraded there, touching only our row.
+
     On the caller's ``Connection`` inside a transaction nothing is committed (MySQL/MariaDB
     commit DDL implicitly anyway); otherwise Alembic commits.
     """
@@ -126,16 +131,23 @@ def current(
     schema: str | None = None,
     version_table: str | None = None,
 ) -> str | None:
-    """The revision applied to the table set, or ``None`` when none is."""
+    """The revision applied to the table set, or ``None`` when there are no tables.
+
+    Recognises tables no version table of ours records: our revisions in a host app's
+    ``alembic_version`` (recipe B), and tables the Go plugin's ``ddl.sql`` created, reported
+    as ``"flow0001"`` when their columns match (else
+    :class:`~flow_sqla.errors.SchemaMismatchError` lists the differences). Reads only.
+    """
     names = TableNames.create(
         repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
     )
+    from alembic.script import ScriptDirectory
+
+    from flow_sqla.migrations._adopt import our_revisions, recorded_revision
+
+    revisions = our_revisions(ScriptDirectory.from_config(_config(names)))
     with _connected(bind) as conn:
-        ctx = MigrationContext.configure(
-            conn,
-            opts={"version_table": names.version_table, "version_table_schema": names.schema},
-        )
-        return ctx.get_current_revision()
+        return recorded_revision(conn, names, revisions)
 
 
 def _config(

@@ -17,6 +17,13 @@ from alembic.config import Config
 
 from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import NAMES_KEY, resolve_names
+from flow_sqla.migrations._adopt import (
+    check_reference_tables,
+    only_our_heads,
+    our_revisions,
+    plan,
+    starting_from_reference,
+)
 from flow_sqla.tables import FlowTables, TableNames
 
 
@@ -38,14 +45,14 @@ def run_migrations() -> None:
         with context.begin_transaction():
             context.run_migrations()
     elif isinstance(connection, sa.Connection):
-        _run_online(connection, options)
+        _run_online(connection, names, options)
     else:
         url = _url(config)
         _create_sqlite_directory(url)
         engine = sa.create_engine(url, poolclass=sa.NullPool)
         try:
             with engine.connect() as conn:
-                _run_online(conn, options)
+                _run_online(conn, names, options)
         finally:
             engine.dispose()
 
@@ -77,8 +84,28 @@ def _configure_options(names: TableNames) -> dict[str, Any]:
     }
 
 
-def _run_online(connection: sa.Connection, options: dict[str, Any]) -> None:
+def _run_online(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:
+    """Run on ``connection``, adopting tables no version table of ours records (see
+    :mod:`flow_sqla.migrations._adopt`), so every command (upgrade, current, downgrade,
+    stamp) sees the heads adoption means."""
+    revisions = our_revisions(context.script)
+    outside = not connection.in_transaction()
+    adoption = plan(connection, names, revisions)
+    if adoption is not None and adoption.reference:
+        check_reference_tables(connection, names)  # before anything is written
+    if outside and connection.in_transaction():
+        # The reads began a transaction: end it, so Alembic begins (and commits) its own.
+        connection.rollback()
+    if adoption is not None:
+        options = {**options, "version_table": adoption.version_table}
+        if adoption.reference:
+            context.configure(connection=connection, **options)
+            original = context.get_context().opts.get("fn")
+            if original is not None:
+                options["fn"] = starting_from_reference(original)
     context.configure(connection=connection, **options)
+    if adoption is not None and adoption.shared:
+        only_our_heads(context.get_context(), revisions)
     with context.begin_transaction():
         context.run_migrations()
 

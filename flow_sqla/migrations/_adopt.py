@@ -1,0 +1,275 @@
+"""Adopting flow tables that no version table of ours records.
+
+Two kinds of databases hold our tables without ``flow_alembic_version`` saying so:
+
+* **Go plugin tables** — created by its ``ddl.sql`` (or by hand), no version table at all. Their
+  columns are compared with revision ``flow0001`` (the same DDL); when they match the run
+  starts from ``flow0001`` (the first revision applied records it), when they do not,
+  :class:`~flow_sqla.errors.SchemaMismatchError` lists every difference before anything is
+  written.
+* **Recipe B** — a host application ran our revisions inside its own Alembic history, so its
+  ``alembic_version`` holds our revision next to its own. The run then keeps using that table,
+  sees only our revisions in it and updates only our row, so the host's ``alembic upgrade
+  heads`` and ours never disagree.
+
+Alembic has no option for either, so the run's migration context is adjusted after
+``context.configure``: the command's step function is wrapped (Go tables) or the heads it
+reads are filtered (recipe B).
+
+Only the online run consults this module; offline ``--sql`` output is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext, RevisionStep, StampStep
+from alembic.script import ScriptDirectory
+
+from flow_sqla.errors import ColumnDifference, RepositoryError, SchemaMismatchError
+from flow_sqla.migrations._reference import REFERENCE_REVISION, reference_metadata
+from flow_sqla.tables import TableNames
+
+#: The version table Alembic uses when an application does not name one (recipe B).
+HOST_VERSION_TABLE = "alembic_version"
+
+#: What Alembic hands ``fn``: the current heads and the migration context -> the steps to run.
+StepsFn = Callable[[tuple[str, ...], MigrationContext], Sequence[Any]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adoption:
+    """How one run treats a database whose own version table records nothing.
+
+    ``version_table`` is the table this run reads and writes; ``shared`` is true when it is a
+    host's table (recipe B, other rows are not ours); ``reference`` is true when the run
+    starts from ``flow0001`` because the tables exist and match it.
+    """
+
+    version_table: str
+    shared: bool = False
+    reference: bool = False
+
+
+def our_revisions(script: ScriptDirectory) -> frozenset[str]:
+    """Every revision id the script directory holds (ours: flow0001, flow0002, ...)."""
+    return frozenset(rev.revision for rev in script.walk_revisions())
+
+
+def plan(conn: sa.Connection, names: TableNames, revisions: frozenset[str]) -> Adoption | None:
+    """``None`` when our own version table records a revision or the tables do not exist
+    (the plain run applies); otherwise how to adopt. Reads only."""
+    if _heads(conn, names.version_table, names.schema):
+        return None
+    if names.version_table != HOST_VERSION_TABLE:
+        host = _heads(conn, HOST_VERSION_TABLE, names.schema)
+        if any(head in revisions for head in host):
+            return Adoption(version_table=HOST_VERSION_TABLE, shared=True)
+    inspector = sa.inspect(conn)
+    tables = (names.repo_table, names.task_table)
+    if any(inspector.has_table(name, schema=names.schema) for name in tables):
+        return Adoption(version_table=names.version_table, reference=True)
+    return None
+
+
+def recorded_revision(
+    conn: sa.Connection, names: TableNames, revisions: frozenset[str]
+) -> str | None:
+    """The revision the table set is at, however it is recorded: our version table, a host's
+    (recipe B), or ``flow0001`` for matching tables without any. ``None`` when there are no
+    tables. Raises :class:`SchemaMismatchError` for unrecorded tables that do not match."""
+    own = _heads(conn, names.version_table, names.schema)
+    adoption = plan(conn, names, revisions)
+    if adoption is None:
+        return _single(own)
+    if adoption.shared:
+        return _single(
+            [h for h in _heads(conn, HOST_VERSION_TABLE, names.schema) if h in revisions]
+        )
+    check_reference_tables(conn, names)
+    return REFERENCE_REVISION
+
+
+def check_reference_tables(conn: sa.Connection, names: TableNames) -> None:
+    """Raise :class:`SchemaMismatchError` unless both tables match revision ``flow0001``."""
+    found = differences(conn, names)
+    if found:
+        raise SchemaMismatchError(found, revision=REFERENCE_REVISION)
+
+
+def differences(conn: sa.Connection, names: TableNames) -> list[ColumnDifference]:
+    """How the existing tables differ from ``flow0001``, column by column.
+
+    Types and nullability are compared the way ``alembic check`` compares them (so MariaDB's
+    JSON-as-LONGTEXT or MySQL's ``int(11)`` are no difference); comments, defaults and index
+    names are not compared. A unique key on ``instant_id`` (any name) is required: every
+    upsert relies on it.
+    """
+    wanted = {names.repo_table, names.task_table}
+
+    def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+        if type_ == "schema":
+            return name == names.schema
+        return type_ != "table" or name in wanted
+
+    ctx = MigrationContext.configure(
+        conn,
+        opts={
+            "compare_type": True,
+            "include_name": include_name,
+            "include_schemas": names.schema is not None,
+        },
+    )
+    found: list[ColumnDifference] = []
+    for diff in compare_metadata(ctx, reference_metadata(names)):
+        found.extend(_column_differences(diff))
+    repo_missing = any(d.kind == "missing table" and d.table == names.repo_table for d in found)
+    if not repo_missing and not _has_unique_key(conn, names, "instant_id"):
+        found.append(ColumnDifference(table=names.repo_table, column="instant_id", kind="unique"))
+    return found
+
+
+def starting_from_reference(original: StepsFn) -> StepsFn:
+    """Wrap the command's ``fn`` for Go plugin tables (checked already with
+    :func:`check_reference_tables`): an upgrade first stamps ``flow0001``, then runs the
+    steps from there. Other commands see the database as it is: a downgrade or stamp of
+    tables we never recorded runs on no heads (a downgrade drops nothing)."""
+
+    def steps(heads: tuple[str, ...], mc: MigrationContext) -> Sequence[Any]:
+        if heads:
+            return original(heads, mc)
+        later = list(original((REFERENCE_REVISION,), mc))
+        upgrading = all(type(step) is RevisionStep and step.is_upgrade for step in later)
+        if not upgrading or (not later and mc.opts.get("destination_rev") is None):
+            return original(heads, mc)  # not an upgrade, or ``current``: nothing to record
+        script = mc.opts.get("script")
+        revision_map = script.revision_map if isinstance(script, ScriptDirectory) else None
+        stamp = StampStep(None, REFERENCE_REVISION, True, True, revision_map)
+        return [stamp, *later]
+
+    return steps
+
+
+def only_our_heads(mc: MigrationContext, revisions: frozenset[str]) -> None:
+    """Recipe B: make ``mc`` see only our revisions among the heads of the host's version
+    table, so Alembic never looks up the host's revisions (it cannot: they are not in our
+    script directory) and updates only our row."""
+    every_head = mc.get_current_heads
+
+    def our_heads() -> tuple[str, ...]:
+        return tuple(head for head in every_head() if head in revisions)
+
+    mc.get_current_heads = our_heads  # type: ignore[method-assign]
+
+
+def _heads(conn: sa.Connection, table: str, schema: str | None) -> tuple[str, ...]:
+    ctx = MigrationContext.configure(
+        conn, opts={"version_table": table, "version_table_schema": schema}
+    )
+    return ctx.get_current_heads()
+
+
+def _single(heads: Iterable[str]) -> str | None:
+    found = sorted(heads)
+    if len(found) > 1:
+        raise RepositoryError(f"The flow tables have several current revisions: {found}")
+    return found[0] if found else None
+
+
+def _has_unique_key(conn: sa.Connection, names: TableNames, column: str) -> bool:
+    inspector = sa.inspect(conn)
+    table, schema = names.repo_table, names.schema
+    keys: list[list[Any]] = [
+        list(uc["column_names"]) for uc in inspector.get_unique_constraints(table, schema=schema)
+    ]
+    keys += [
+        list(ix["column_names"])
+        for ix in inspector.get_indexes(table, schema=schema)
+        if ix["unique"]
+    ]
+    return [column] in keys
+
+
+def _column_differences(diff: Any) -> list[ColumnDifference]:
+    """Our differences for one ``compare_metadata`` entry (a tuple, or a list of modify
+    tuples for one column); index, constraint and comment differences give none."""
+    if isinstance(diff, list):
+        return [d for item in diff for d in _column_differences(item)]
+    kind = diff[0]
+    if kind == "add_table":
+        return [ColumnDifference(table=diff[1].name, column=None, kind="missing table")]
+    if kind == "add_column":
+        column = diff[3]
+        return [
+            ColumnDifference(
+                table=diff[2],
+                column=column.name,
+                kind="missing",
+                expected=_type(column.type, column.nullable),
+            )
+        ]
+    if kind == "remove_column":
+        column = diff[3]
+        return [
+            ColumnDifference(
+                table=diff[2],
+                column=column.name,
+                kind="extra",
+                found=_type(column.type, column.nullable),
+            )
+        ]
+    if kind == "modify_type":
+        _, _, table, name, _, found, expected = diff
+        return [
+            ColumnDifference(
+                table=table,
+                column=name,
+                kind="type",
+                expected=_render(expected),
+                found=_render(found),
+            )
+        ]
+    if kind == "modify_nullable":
+        _, _, table, name, _, found, expected = diff
+        return [
+            ColumnDifference(
+                table=table,
+                column=name,
+                kind="nullable",
+                expected=_null(expected),
+                found=_null(found),
+            )
+        ]
+    return []
+
+
+def _render(type_: Any) -> str:
+    try:
+        return str(type_)
+    except Exception:  # a type some dialect cannot render generically
+        return type(type_).__name__
+
+
+def _null(nullable: Any) -> str:
+    return "NULL" if nullable else "NOT NULL"
+
+
+def _type(type_: Any, nullable: Any) -> str:
+    return f"{_render(type_)} {_null(nullable)}"
+
+
+__all__ = [
+    "HOST_VERSION_TABLE",
+    "Adoption",
+    "check_reference_tables",
+    "differences",
+    "only_our_heads",
+    "our_revisions",
+    "plan",
+    "recorded_revision",
+    "starting_from_reference",
+]

@@ -1,0 +1,278 @@
+"""Adopting tables our version table does not record: the Go plugin's, and recipe B's.
+
+A database whose tables the Go plugin's ``ddl.sql`` created has no version table at all; a host
+application that runs our revisions inside its own Alembic history records them in its
+``alembic_version``. ``migrations.upgrade()``, ``alembic upgrade head`` and ``current()`` must
+recognise both, upgrade from where the tables stand and never fail with "table exists".
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _go_plugin import GO_DDL, MYSQL_DDL, GoNode, backend, create_go_tables, go_record, go_state_put
+from alembic.script import ScriptDirectory
+
+from flow_sqla import FlowTables, SchemaMismatchError
+from flow_sqla.errors import ColumnDifference
+from flow_sqla.migrations import current, downgrade, make_config, upgrade
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = ScriptDirectory.from_config(make_config()).get_current_head()
+GO_STATES = {"oa:apply": 1002, "oa:amount": 1002, "oa:manager": 1001}
+
+
+def _versions(engine: sa.Engine, table: str) -> list[str] | None:
+    """The rows of a version table, ``None`` when it does not exist."""
+    if not sa.inspect(engine).has_table(table):
+        return None
+    with engine.connect() as conn:
+        return sorted(conn.execute(sa.text(f"SELECT version_num FROM {table}")).scalars())
+
+
+def _go_instance(engine: sa.Engine, instance_id: str = "go-1") -> None:
+    """An instance as the Go plugin leaves it: graph id only, vars with identity keys."""
+    go_state_put(
+        engine,
+        instance_id,
+        GO_STATES,
+        "employee",
+        graph="oa",
+        vars={"actor": "employee", "instanceId": instance_id, "amount": 300},
+    )
+    go_record(
+        engine,
+        instance_id=instance_id,
+        graph_id="oa",
+        source=GoNode(id="apply", title="Apply", type="ACTIVITY"),
+        target=GoNode(id="manager", title="Manager approval", type="ACTIVITY"),
+        assignee="employee",
+        status=1002,
+        form_id=1001,
+        variables={"amount": 300},
+        message="",
+        auditor="employee",
+    )
+
+
+def _snapshot(engine: sa.Engine) -> list[Any]:
+    with engine.connect() as conn:
+        repo = conn.execute(sa.text("SELECT instant_id, creator FROM bpm_flow_repository"))
+        task = conn.execute(sa.text("SELECT flow_ins_id, task_id, form_id FROM bpm_flow_task"))
+        return [sorted(map(tuple, repo)), sorted(map(tuple, task))]
+
+
+def test_upgrade_adopts_go_plugin_tables_and_applies_the_later_revisions(
+    engine: sa.Engine,
+) -> None:
+    create_go_tables(engine)
+    _go_instance(engine)
+    before = _snapshot(engine)
+    upgrade(engine)
+    assert _versions(engine, "flow_alembic_version") == [HEAD]
+    assert current(engine) == HEAD
+    assert _snapshot(engine) == before  # the Go rows are kept as they are
+    indexes = {ix["name"] for ix in sa.inspect(engine).get_indexes("bpm_flow_task")}
+    assert {"ix_bpm_flow_task_flow_ins_id", "ix_bpm_flow_task_assignee"} <= indexes  # flow0002
+    upgrade(engine)  # a second run is a no-op
+    assert _versions(engine, "flow_alembic_version") == [HEAD]
+
+
+def test_current_reports_go_tables_as_the_first_revision_without_writing(
+    engine: sa.Engine,
+) -> None:
+    create_go_tables(engine)
+    assert current(engine) == "flow0001"
+    assert _versions(engine, "flow_alembic_version") is None
+
+
+def test_upgrade_to_the_first_revision_only_stamps_it(engine: sa.Engine) -> None:
+    create_go_tables(engine)
+    upgrade(engine, "flow0001")
+    assert _versions(engine, "flow_alembic_version") == ["flow0001"]
+    upgrade(engine)
+    assert current(engine) == HEAD
+
+
+def test_downgrade_of_unrecorded_go_tables_drops_nothing(engine: sa.Engine) -> None:
+    create_go_tables(engine)
+    _go_instance(engine)
+    downgrade(engine)
+    assert {"bpm_flow_repository", "bpm_flow_task"} <= set(sa.inspect(engine).get_table_names())
+    assert _snapshot(engine)[0] == [("go-1", "employee")]
+
+
+def test_alembic_cli_from_the_repository_root_adopts_go_tables(db_url: str) -> None:
+    engine = sa.create_engine(db_url, poolclass=sa.NullPool)
+    try:
+        create_go_tables(engine)
+        _go_instance(engine)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FLOW_")}
+        cli = [str(Path(sys.executable).with_name("alembic")), "-x", f"url={db_url}"]
+        done = subprocess.run(
+            [*cli, "upgrade", "head"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert _versions(engine, "flow_alembic_version") == [HEAD]
+        assert _snapshot(engine)[0] == [("go-1", "employee")]
+    finally:
+        engine.dispose()
+
+
+# -- tables that differ ---------------------------------------------------------------------------
+
+_ALTERED = {
+    # form_id is text, message is gone, assignee may be NULL, tenant_id is new
+    "mysql": [
+        ("`form_id` bigint DEFAULT NULL", "`form_id` varchar(64) DEFAULT NULL"),
+        ("  `message` text COMMENT '处理消息',\n", ""),
+        ("`assignee` varchar(64) NOT NULL", "`assignee` varchar(64) DEFAULT NULL"),
+        ("  PRIMARY KEY (`id`)\n", "  `tenant_id` int DEFAULT NULL,\n  PRIMARY KEY (`id`)\n"),
+    ],
+    "postgresql": [
+        ("form_id bigint DEFAULT NULL", "form_id varchar(64) DEFAULT NULL"),
+        ("  message text,\n", ""),
+        ("assignee varchar(64) NOT NULL", "assignee varchar(64) DEFAULT NULL"),
+        (
+            "  PRIMARY KEY (id)\n);\nCOMMENT ON COLUMN bpm_flow_task.message IS '处理消息';",
+            "  tenant_id int DEFAULT NULL,\n  PRIMARY KEY (id)\n);",
+        ),
+    ],
+    "sqlite": [
+        ("form_id bigint DEFAULT NULL", "form_id varchar(64) DEFAULT NULL"),
+        ("  message text,\n", ""),
+        ("assignee varchar(64) NOT NULL", "assignee varchar(64) DEFAULT NULL"),
+        (
+            "  update_time datetime DEFAULT NULL\n);\n",
+            "  update_time datetime DEFAULT NULL,\n  tenant_id int DEFAULT NULL\n);\n",
+        ),
+    ],
+}
+
+
+def _altered_ddl(key: str) -> str:
+    ddl = GO_DDL[key]
+    for old, new in _ALTERED[key]:
+        assert old in ddl, old
+        ddl = ddl.replace(old, new)
+    return ddl
+
+
+def test_mismatched_tables_are_refused_listing_every_differing_column(engine: sa.Engine) -> None:
+    create_go_tables(engine, _altered_ddl(backend(engine)))
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    found = {(d.table, d.column, d.kind) for d in caught.value.differences}
+    assert found == {
+        ("bpm_flow_task", "form_id", "type"),
+        ("bpm_flow_task", "message", "missing"),
+        ("bpm_flow_task", "assignee", "nullable"),
+        ("bpm_flow_task", "tenant_id", "extra"),
+    }
+    message = str(caught.value)
+    for part in ("bpm_flow_task.form_id", "bpm_flow_task.message", "bpm_flow_task.tenant_id"):
+        assert part in message
+    assert "flow0001" in message
+    # refused before anything was written: no version table, no new index
+    assert _versions(engine, "flow_alembic_version") is None
+    assert sa.inspect(engine).get_indexes("bpm_flow_task") == []
+    with pytest.raises(SchemaMismatchError):
+        current(engine)
+
+
+def test_a_missing_table_and_a_missing_unique_key_are_differences(engine: sa.Engine) -> None:
+    repo_only = GO_DDL[backend(engine)].split("CREATE TABLE", 2)
+    ddl = "CREATE TABLE" + repo_only[1]
+    for unique in (
+        ",\n  UNIQUE KEY `uniq_instantId` (`instant_id`)",
+        ',\n  CONSTRAINT "uniq_instantId" UNIQUE (instant_id)',
+        ",\n  CONSTRAINT uniq_instantId UNIQUE (instant_id)",
+    ):
+        ddl = ddl.replace(unique, "")
+    create_go_tables(engine, ddl)
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    assert set(caught.value.differences) == {
+        ColumnDifference(table="bpm_flow_task", column=None, kind="missing table"),
+        ColumnDifference(table="bpm_flow_repository", column="instant_id", kind="unique"),
+    }
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_the_mysql_ddl_is_the_go_plugins_verbatim(engine: sa.Engine) -> None:
+    """The reference text itself (comments, ``USING BTREE``, table options) is adopted."""
+    assert "USING BTREE" in MYSQL_DDL and "COMMENT='工作流存储'" in MYSQL_DDL
+    create_go_tables(engine)
+    upgrade(engine)
+    assert current(engine) == HEAD
+
+
+# -- recipe B: our revisions in the host application's alembic_version -------------------------
+
+
+def _recipe_b(engine: sa.Engine) -> None:
+    """Tables at flow0001 recorded in ``alembic_version`` next to the host's own revision."""
+    upgrade(engine, "flow0001", version_table="alembic_version")
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO alembic_version (version_num) VALUES ('host0001')"))
+
+
+def test_recipe_b_revisions_are_upgraded_in_the_hosts_version_table(engine: sa.Engine) -> None:
+    _recipe_b(engine)
+    assert current(engine) == "flow0001"
+    upgrade(engine)
+    assert _versions(engine, "alembic_version") == sorted([HEAD, "host0001"])
+    assert _versions(engine, "flow_alembic_version") is None
+    assert current(engine) == HEAD
+    downgrade(engine, "flow0001")  # only our row moves
+    assert _versions(engine, "alembic_version") == ["flow0001", "host0001"]
+
+
+def test_recipe_b_after_the_hosts_own_upgrade_is_a_no_op(engine: sa.Engine) -> None:
+    _recipe_b(engine)
+    upgrade(engine)
+    upgrade(engine)
+    assert _versions(engine, "alembic_version") == sorted([HEAD, "host0001"])
+
+
+def test_our_own_version_table_wins_over_the_hosts(engine: sa.Engine) -> None:
+    upgrade(engine, "flow0001")
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+        conn.execute(sa.text("INSERT INTO alembic_version (version_num) VALUES ('flow0002')"))
+    assert current(engine) == "flow0001"
+    upgrade(engine)
+    assert _versions(engine, "flow_alembic_version") == [HEAD]
+    assert _versions(engine, "alembic_version") == ["flow0002"]
+
+
+def test_adopted_tables_equal_the_flow_tables_metadata(engine: sa.Engine) -> None:
+    """After adoption the schema is the one ``FlowTables`` describes (no autogenerate diff)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    create_go_tables(engine)
+    upgrade(engine)
+    tables = FlowTables()
+    ours = {tables.repository.name, tables.task.name}
+
+    def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
+        return type_ != "table" or name in ours
+
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(
+            conn, opts={"compare_type": True, "include_name": include_name}
+        )
+        diffs = [
+            d
+            for d in compare_metadata(ctx, tables.metadata)
+            if not (isinstance(d, list) and d[0][0] == "modify_comment")
+            and not (isinstance(d, tuple) and "comment" in d[0])
+        ]
+    assert diffs == []
