@@ -11,7 +11,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
 from flow.context import FlowContext
-from flow.graph import Node
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
@@ -27,7 +26,8 @@ _NAME_LENGTH = 64
 class HistoryEntry:
     """One row of the history: who moved the instance from which node to which, and how.
 
-    Node types are the stored ``NodeType`` names (``"ACTIVITY"``); ``status`` is the action's
+    Node types are the stored ``NodeType`` names (``"ACTIVITY"``); node names are ``""`` for
+    nodes without a title (what the Go plugin writes); ``status`` is the action's
     target state; ``variables`` are decoded; ``created_at`` is naive UTC.
     """
 
@@ -63,8 +63,8 @@ class TaskHistoryRecorder:
         self.tables = tables or FlowTables()
         self._table = self.tables.task
         self._dialect = DialectOps(self.engine.dialect, self.tables)
-        # Variables of a record are an audit trail: identity keys are kept.
-        self._vars = VarsPolicy(())
+        # Filtered like the repository's vars, as the Go plugin filters them.
+        self._vars = VarsPolicy()
         # ``inline()``: no RETURNING / generated-key fetch after the insert.
         self._insert = self._table.insert().inline()
 
@@ -112,17 +112,17 @@ class TaskHistoryRecorder:
             "proc_def_id": record.graph_id,
             "task_id": record.task_id,
             "source_node_code": source.id,
-            "source_node_name": _clip(source.title) or None,
+            "source_node_name": _clip(source.title),
             "source_node_type": source.type.name,
             "target_node_code": target.id,
-            "target_node_name": _name(target),
+            "target_node_name": _clip(target.title),
             "target_node_type": target.type.name,
             "assignee": _clip(record.assignee),
             "status": int(record.state),
             "form_id": record.form_id,
             "variables": self._vars.encode(record.instance_id, record.variables),
-            "message": record.message,
-            "creator": _clip(_creator(ctx, record)) or None,
+            "message": _message(record.message),
+            "creator": _clip(_creator(ctx, record)),
             "create_time": created.replace(tzinfo=None, microsecond=0),
         }
 
@@ -159,9 +159,9 @@ def _clip(text: str | None) -> str:
     return (text or "")[:_NAME_LENGTH]
 
 
-def _name(node: Node) -> str:
-    """``target_node_name`` is NOT NULL in the reference DDL: the title, else the id."""
-    return _clip(node.title) or _clip(node.id)
+def _message(message: str | None) -> str | None:
+    """The submit's message, ``None`` (SQL NULL) when blank — what the Go plugin stores."""
+    return message if message is not None and message.strip() else None
 
 
 def _creator(ctx: FlowContext, record: TaskRecord) -> str:

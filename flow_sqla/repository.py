@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
@@ -32,6 +32,9 @@ from flow_sqla._translate import translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
+
+if TYPE_CHECKING:
+    from flow.engine import FlowEngine
 
 CacheMode = Literal["operation", "process"]
 Auditor = Callable[[FlowContext], "str | None"]
@@ -54,11 +57,17 @@ PROCESS_CACHE_CAPACITY = 10_000
 
 @dataclass(frozen=True, kw_only=True)
 class Snapshot:
-    """Everything stored for one instance. ``graph_json`` is the stored graph as JSON text
-    (``None`` when none was stored), ``vars`` are decoded (dates, decimals... restored)."""
+    """Everything stored for one instance. ``vars`` are decoded (dates, decimals... restored).
+
+    ``graph_json`` is the instance's graph as JSON text: the stored document, or — when the
+    row holds only a graph id, as the Go plugin may write — the graph of that id loaded in
+    the repository's ``flow_engine``; ``None`` when neither is there. ``graph_id`` is the id of
+    the stored graph (from the document, or the bare id), ``None`` when none is stored.
+    """
 
     instance_id: str
     graph_json: str | None
+    graph_id: str | None = None
     states: dict[str, TaskState]
     vars: dict[str, Any]
     creator: str | None
@@ -132,8 +141,10 @@ class SqlStateRepository:
     across operations (zero statements for a warm claim) and is meant for a single process.
     ``auditor(ctx)`` names who writes (default: the ``auditor``, else ``creator``, else
     ``actor`` variable); ``vars_filter`` lists the identity keys never stored (default
-    ``actor``, ``auditor``, ``creator``). Raises :class:`RepositoryError` for an unsupported
-    dialect and ``ValueError`` for an unknown cache mode.
+    ``actor``, ``auditor``, ``creator``). ``flow_engine`` resolves a graph stored only as
+    its id (see :class:`Snapshot`); :func:`~flow_sqla.sql_workflow` passes its engine. Raises
+    :class:`RepositoryError` for an unsupported dialect and ``ValueError`` for an unknown
+    cache mode.
     """
 
     def __init__(
@@ -144,6 +155,7 @@ class SqlStateRepository:
         cache: CacheMode = "operation",
         auditor: Auditor | None = None,
         vars_filter: Iterable[str] | None = None,
+        flow_engine: FlowEngine | None = None,
     ) -> None:
         if cache not in ("operation", "process"):
             raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
@@ -153,6 +165,7 @@ class SqlStateRepository:
         self._dialect = DialectOps(self.engine.dialect, self.tables)
         self._auditor: Auditor = auditor or default_auditor
         self._vars = VarsPolicy(vars_filter)
+        self.flow_engine = flow_engine
         self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
         self._cache: BoundedMap[StoredRow] | None = (
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
@@ -373,9 +386,14 @@ class SqlStateRepository:
         """
         encoded = self._vars.encode(op.instance_id, ctx.data)
         base = op.base
-        new_vars = encoded if op.replace_vars else {**base.vars, **encoded}
+        base_vars, excluded = base.vars, self._vars.excluded
+        if not excluded.isdisjoint(base_vars):
+            # Rows written by the Go plugin may carry identity keys (actor, instanceId...):
+            # never written back, so the row loses them with its next change.
+            base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
+        new_vars = encoded if op.replace_vars else {**base_vars, **encoded}
         write_graph = op.graph is not None and (op.force_graph or not base.has_graph)
-        changed = op.states != base.states or new_vars != base.vars or op.force_graph
+        changed = op.states != base.states or new_vars != base_vars or op.force_graph
         if not changed:
             op.final = base
             return
@@ -416,9 +434,20 @@ class SqlStateRepository:
         self._graph_docs[id(graph)] = (graph, doc)
         return doc
 
-    def _who(self, ctx: FlowContext) -> str | None:
+    def _who(self, ctx: FlowContext) -> str:
+        """The auditor, ``''`` when it names nobody: the Go plugin writes ``auditor(ctx)``,
+        a Go string, so its readers may scan these columns into non-nullable strings."""
         who = self._auditor(ctx)
-        return None if who is None else str(who)[:64]
+        return "" if who is None else str(who)[:64]
+
+    def _stored_graph(self, raw: Any) -> tuple[str | None, str | None]:
+        """``(graph_json, graph_id)`` of a stored ``graph`` value (see :class:`Snapshot`)."""
+        text, graph_id = _graph_text(raw)
+        if text is None and graph_id is not None and self.flow_engine is not None:
+            graph = self.flow_engine.get_graph(graph_id)
+            if graph is not None:
+                text = self._graph_doc(graph)
+        return text, graph_id
 
     def _translating(self, instance_id: str | None) -> AbstractContextManager[None]:
         return translating(self._dialect, instance_id)
@@ -500,9 +529,11 @@ class SqlStateRepository:
         if row is None:
             return None
         states = parse_states(instance_id, row["states"])
+        graph_json, graph_id = self._stored_graph(row["graph"])
         return Snapshot(
             instance_id=instance_id,
-            graph_json=_graph_text(row["graph"]),
+            graph_json=graph_json,
+            graph_id=graph_id,
             states={key: TaskState.of(code) for key, code in states.items()},
             vars=self._vars.decode(instance_id, row["vars"]),
             creator=row["creator"],
@@ -564,10 +595,38 @@ class SqlStateRepository:
         )
 
 
-def _graph_text(raw: Any) -> str | None:
-    if raw is None or isinstance(raw, str):
-        return raw
-    return json_dumps(raw) if isinstance(raw, dict | list) else json.dumps(raw)
+def _graph_text(raw: Any) -> tuple[str | None, str | None]:
+    """``(document as JSON text, graph id)`` of a stored ``graph`` value.
+
+    A JSON object is the graph document. A JSON string is either a document encoded twice
+    (text that parses to an object) or — as the Go plugin may store it — only the graph's id:
+    then the text is ``None`` and the caller resolves the id.
+    """
+    if raw is None:
+        return None, None
+    if isinstance(raw, str):
+        doc = _object_or_none(raw)
+        if doc is None:
+            return None, raw.strip() or None
+        return raw, _id_of(doc)
+    if isinstance(raw, dict):
+        return json_dumps(raw), _id_of(raw)
+    return json.dumps(raw), None
+
+
+def _object_or_none(text: str) -> dict[str, Any] | None:
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _id_of(doc: Mapping[str, Any]) -> str | None:
+    graph_id = doc.get("id")
+    return graph_id if isinstance(graph_id, str) and graph_id else None
 
 
 __all__ = ["Auditor", "CacheMode", "Snapshot", "SqlStateRepository"]

@@ -27,13 +27,14 @@ def sql_workflow(
 ) -> WorkflowExecutor:
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
-    ``bind`` is a URL), so a submit's state change and history row share one transaction."""
+    ``bind`` is a URL), so a submit's state change and history row share one transaction.
+    The repository resolves graphs stored only as their id through ``engine``."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
         engine,
         state_controller,
-        SqlStateRepository(db, tables, cache=cache),
+        SqlStateRepository(db, tables, cache=cache, flow_engine=engine),
         recorder=TaskHistoryRecorder(db, tables),
     )
 
