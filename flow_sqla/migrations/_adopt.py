@@ -62,18 +62,21 @@ def our_revisions(script: ScriptDirectory) -> frozenset[str]:
 
 def plan(conn: sa.Connection, names: TableNames, revisions: frozenset[str]) -> Adoption | None:
     """``None`` when our own version table records a revision or the tables do not exist
-    (the plain run applies); otherwise how to adopt. Reads only."""
+    (the plain run applies); otherwise how to adopt. Reads only.
+
+    A host's ``alembic_version`` counts only while the tables exist: its row describes the
+    tables the host's run created, which may have other names than these."""
     if _heads(conn, names.version_table, names.schema):
+        return None
+    inspector = sa.inspect(conn)
+    tables = (names.repo_table, names.task_table)
+    if not any(inspector.has_table(name, schema=names.schema) for name in tables):
         return None
     if names.version_table != HOST_VERSION_TABLE:
         host = _heads(conn, HOST_VERSION_TABLE, names.schema)
         if any(head in revisions for head in host):
             return Adoption(version_table=HOST_VERSION_TABLE, shared=True)
-    inspector = sa.inspect(conn)
-    tables = (names.repo_table, names.task_table)
-    if any(inspector.has_table(name, schema=names.schema) for name in tables):
-        return Adoption(version_table=names.version_table, reference=True)
-    return None
+    return Adoption(version_table=names.version_table, reference=True)
 
 
 def recorded_revision(

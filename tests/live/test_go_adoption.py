@@ -276,3 +276,12 @@ def test_adopted_tables_equal_the_flow_tables_metadata(engine: sa.Engine) -> Non
             and not (isinstance(d, tuple) and "comment" in d[0])
         ]
     assert diffs == []
+
+
+def test_the_hosts_record_of_other_tables_does_not_apply_to_new_ones(engine: sa.Engine) -> None:
+    """Recipe B recorded the default tables; a second table set is created from scratch."""
+    _recipe_b(engine)
+    upgrade(engine, repo_table="acme_repo", task_table="acme_task")
+    assert _versions(engine, "acme_repo_alembic_version") == [HEAD]
+    assert _versions(engine, "alembic_version") == ["flow0001", "host0001"]
+    assert current(engine, repo_table="acme_repo", task_table="acme_task") == HEAD
