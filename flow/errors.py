@@ -63,14 +63,47 @@ class ExpressionError(FlowError):
     """An expression does not parse, or it tried something the sandbox forbids.
 
     ``expression`` holds the whole text; the message quotes at most its first 200 characters.
+    When it was raised while running, ``instance_id`` (and for a task script ``graph_id`` and
+    ``node_id``) say where.
     """
 
-    def __init__(self, message: str, *, expression: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        expression: str | None = None,
+        instance_id: str | None = None,
+        graph_id: str | None = None,
+        node_id: str | None = None,
+    ) -> None:
+        self.reason = message
         self.expression = expression
+        self.instance_id = instance_id
+        self.graph_id = graph_id
+        self.node_id = node_id
         if expression is not None:
             shown = expression if len(expression) <= 200 else f"{expression[:200]}..."
             message = f"{message} (in expression {shown!r})"
+        where = []
+        if node_id is not None:
+            where.append(f"task of node {node_id!r} in graph {graph_id!r}")
+        if instance_id:
+            where.append(f"instance {instance_id!r}")
+        if where:
+            message = f"{message} ({', '.join(where)})"
         super().__init__(message)
+
+    def located(
+        self, *, instance_id: str | None, graph_id: str | None = None, node_id: str | None = None
+    ) -> ExpressionError:
+        """The same error, saying which instance (and task node) it was raised in."""
+        return ExpressionError(
+            self.reason,
+            expression=self.expression,
+            instance_id=instance_id,
+            graph_id=graph_id,
+            node_id=node_id,
+        )
 
 
 class ConditionError(FlowError):

@@ -25,6 +25,7 @@ from flow._expression import (
     short_condition,
     short_script,
 )
+from flow.errors import ExpressionError
 
 if TYPE_CHECKING:
     from flow.context import FlowContext
@@ -61,18 +62,34 @@ class SafeEvaluation:
 
     def run_condition(self, ctx: FlowContext, expression: str) -> bool:
         # compile_condition() inlined: this runs for every condition of every walk
-        if len(expression) <= SHORT_TEXT:
-            return short_condition(expression)(ctx.data)
-        return long_condition(expression)(ctx.data)
+        try:
+            if len(expression) <= SHORT_TEXT:
+                return short_condition(expression)(ctx.data)
+            return long_condition(expression)(ctx.data)
+        except ExpressionError as exc:
+            raise exc.located(instance_id=ctx.instance_id) from None
 
     def run_task(self, ctx: FlowContext, script: str) -> None:
-        if len(script) <= SHORT_TEXT:
-            short_script(script)(ctx)
-        else:
-            long_script(script)(ctx)
+        try:
+            if len(script) <= SHORT_TEXT:
+                short_script(script)(ctx)
+            else:
+                long_script(script)(ctx)
+        except ExpressionError as exc:
+            raise _located(exc, ctx) from None
 
     def __repr__(self) -> str:
         return "SafeEvaluation()"
+
+
+def _located(error: ExpressionError, ctx: FlowContext) -> ExpressionError:
+    """``error`` naming the instance and the node whose task script raised it."""
+    from flow.graph import Node
+
+    node = ctx.data.get("node")
+    if isinstance(node, Node):
+        return error.located(instance_id=ctx.instance_id, graph_id=node.graph.id, node_id=node.id)
+    return error.located(instance_id=ctx.instance_id)
 
 
 def check_condition(text: str) -> None:

@@ -272,3 +272,18 @@ def test_data_object_methods_inherited_from_the_standard_library_are_refused() -
 
     with pytest.raises(ExpressionError):
         EVALUATION.run_task(FlowContext.of("i-1", {"w": Worker()}), "w.start()")
+
+
+def test_refusal_while_running_names_the_instance_graph_and_node(tmp_path: Path) -> None:
+    with pytest.raises(ExpressionError) as info:
+        _run("r = node.graph.from_file(present)", tmp_path)
+    error = info.value
+    assert (error.instance_id, error.graph_id, error.node_id) == ("i-1", "g", "t")
+    assert "task of node 't' in graph 'g'" in str(error) and "instance 'i-1'" in str(error)
+    assert error.expression == "r = node.graph.from_file(present)"
+
+
+def test_refusal_in_a_condition_names_the_instance() -> None:
+    with pytest.raises(ExpressionError) as info:
+        EVALUATION.run_condition(FlowContext.of("i-9", {"s": "ab"}), "s.maketrans('a', 'b')")
+    assert info.value.instance_id == "i-9" and "instance 'i-9'" in str(info.value)
