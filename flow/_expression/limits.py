@@ -226,10 +226,10 @@ def check_length(size: int) -> None:
     charge(size)
 
 
-def check_built(value: Any, within: Any = None) -> Any:
-    """Weigh a container an expression is building (or adding to ``within``) and charge it."""
+def check_built(value: Any) -> Any:
+    """Weigh a container an expression has just built from its items, and charge it."""
     if isinstance(value, CONTAINERS):
-        size = weigh(value, within=within)
+        size = weigh(value)
         if size > LIMITS.max_length:
             raise too_long()
         charge(size)

@@ -93,8 +93,7 @@ def charged(kind: type[ast.cmpop]) -> Callable[[Any, Any], Any]:
     compare = COMPARE[kind]
 
     def run(left: Any, right: Any) -> Any:
-        if type(left) not in _SCALARS or type(right) not in _SCALARS:
-            charge(_compare_cost(left) + _compare_cost(right))
+        _charge_compare(left, right)
         return compare(left, right)
 
     return run
