@@ -90,7 +90,10 @@ def history_table(entries: Sequence[Any]) -> str:
 
 def run_instances(args: argparse.Namespace) -> int:
     from flow import codec
-    from flow_cli._session import Session, graph_from_json, standing_of
+    from flow_cli._session import Session, bare_graph_id, graph_from_json, standing_of
+    from flow_sqla._vars import ALWAYS_EXCLUDED, DEFAULT_IDENTITY_KEYS
+
+    never_read = ALWAYS_EXCLUDED | DEFAULT_IDENTITY_KEYS
 
     with Session.open(args.db) as session:
         rows = session.rows(args.limit)
@@ -100,9 +103,14 @@ def run_instances(args: argparse.Namespace) -> int:
     table = []
     for row in rows:
         instance_id = row["instant_id"]
+        bare = bare_graph_id(row["graph"])
+        if bare is not None:  # the Go plugin may store only the id: no graph to walk
+            table.append((instance_id, bare, "(graph not stored)", when(row["update_time"])))
+            continue
         try:
             graph = graph_from_json(row["graph"], instance_id)
-            data = codec.decode(row["vars"] or {})
+            stored = codec.decode(row["vars"] or {})
+            data = {k: v for k, v in stored.items() if k not in never_read}
             where = standing_of(graph, row["states"] or {}, data).describe()
             graph_id = graph.id
         except Exception as exc:  # one broken row must not hide the others

@@ -135,13 +135,15 @@ class Session:
     def graph_of(self, snapshot: Snapshot, override: Graph | None = None) -> Graph:
         """The graph stored with the instance (or ``override``, which must have the same id)."""
         if override is not None:
-            stored_id = _graph_id(snapshot.graph_json)
+            stored_id = snapshot.graph_id
             if stored_id is not None and stored_id != override.id:
                 raise CliError(
                     f"instance {snapshot.instance_id!r} runs graph {stored_id!r}, "
                     f"not {override.id!r}"
                 )
             return override
+        if snapshot.graph_json is None and snapshot.graph_id is not None:
+            raise CliError(only_the_id(snapshot.instance_id, snapshot.graph_id))
         return graph_from_json(snapshot.graph_json, snapshot.instance_id)
 
     def executor(self, graph: Graph) -> WorkflowExecutor:
@@ -262,6 +264,9 @@ def graph_from_json(data: Any, instance_id: str) -> Graph:
     """The graph stored in an instance row (a dict, or JSON text from older writers)."""
     from flow.errors import GraphDefinitionError
 
+    bare = bare_graph_id(data)
+    if bare is not None:
+        raise CliError(only_the_id(instance_id, bare))
     if isinstance(data, str):
         try:
             data = json.loads(data)
@@ -277,13 +282,19 @@ def graph_from_json(data: Any, instance_id: str) -> Graph:
         raise CliError(f"instance {instance_id!r}: its stored graph is broken: {exc}") from exc
 
 
-def _graph_id(data: Any) -> str | None:
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return None
-    return str(data.get("id")) if isinstance(data, Mapping) and data.get("id") else None
+def bare_graph_id(data: Any) -> str | None:
+    """The graph id when a row's ``graph`` holds only that id (as the Go plugin may store
+    it), else ``None`` (a document, JSON text of one, or nothing)."""
+    if not isinstance(data, str) or not data.strip() or data.lstrip().startswith("{"):
+        return None
+    return data.strip()
+
+
+def only_the_id(instance_id: str, graph_id: str) -> str:
+    return (
+        f"instance {instance_id!r} stores only the id of its graph ({graph_id!r}); "
+        "give the graph file with --graph"
+    )
 
 
 def node_states(graph: Graph, states: Mapping[str, Any]) -> dict[str, int]:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from _go_plugin import GO_DDL, MYSQL_DDL, GoNode, backend, create_go_tables, go_record, go_state_put
 from alembic.script import ScriptDirectory
 
+from flow.graph import Graph
 from flow_sqla import FlowTables, SchemaMismatchError
 from flow_sqla.errors import ColumnDifference
 from flow_sqla.migrations import current, downgrade, make_config, upgrade
@@ -26,6 +27,10 @@ from flow_sqla.migrations import current, downgrade, make_config, upgrade
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = ScriptDirectory.from_config(make_config()).get_current_head()
 GO_STATES = {"oa:apply": 1002, "oa:amount": 1002, "oa:manager": 1001}
+
+
+def oa_document() -> dict[str, Any]:
+    return Graph.from_file(ROOT / "examples" / "oa.yml").to_dict()
 
 
 def _versions(engine: sa.Engine, table: str) -> list[str] | None:
@@ -285,3 +290,70 @@ def test_the_hosts_record_of_other_tables_does_not_apply_to_new_ones(engine: sa.
     assert _versions(engine, "acme_repo_alembic_version") == [HEAD]
     assert _versions(engine, "alembic_version") == ["flow0001", "host0001"]
     assert current(engine, repo_table="acme_repo", task_table="acme_task") == HEAD
+
+
+# -- the flow command on a Go database ------------------------------------------------------------
+
+
+def _flow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "FLOW_DATABASE_URL"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    script = str(Path(sys.executable).with_name("flow"))
+    return subprocess.run([script, *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_flow_cli_lists_migrates_and_continues_a_go_database(db_url: str, tmp_path: Path) -> None:
+    engine = sa.create_engine(db_url, poolclass=sa.NullPool)
+    try:
+        create_go_tables(engine)
+        _go_instance(engine, "go-1")  # graph stored as its id only
+        go_state_put(engine, "go-2", GO_STATES, "employee", graph=oa_document(), vars={"amount": 1})
+    finally:
+        engine.dispose()
+    oa = str(ROOT / "examples" / "oa.yml")
+
+    listed = _flow("instances", "--db", db_url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()[2:]}
+    assert "oa" in lines["go-1"] and "(graph not stored)" in lines["go-1"]
+    assert "manager (Manager approval, for manager)" in lines["go-2"]
+
+    migrated = _flow("migrate", "--db", db_url, cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr
+
+    no_graph = _flow("claim", "go-1", "--actor", "manager", "--db", db_url, cwd=tmp_path)
+    assert no_graph.returncode == 1
+    assert "stores only the id of its graph ('oa'); give the graph file with --graph" in (
+        no_graph.stderr
+    )
+    submitted = _flow(
+        "submit",
+        "go-1",
+        "manager",
+        "forward",
+        "--graph",
+        oa,
+        "-m",
+        "ok",
+        "--db",
+        db_url,
+        cwd=tmp_path,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    history = _flow("history", "go-1", "--db", db_url, cwd=tmp_path)
+    assert history.returncode == 0, history.stderr
+    assert [line.split()[3] for line in history.stdout.splitlines()[2:]] == ["apply", "manager"]
+
+
+def test_flow_cli_reports_mismatched_tables_in_one_line(db_url: str, tmp_path: Path) -> None:
+    engine = sa.create_engine(db_url, poolclass=sa.NullPool)
+    try:
+        create_go_tables(engine, _altered_ddl(backend(engine)))
+    finally:
+        engine.dispose()
+    for command in (["migrate"], ["instances"]):
+        done = _flow(*command, "--db", db_url, cwd=tmp_path)
+        assert done.returncode == 1
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("flow: error: The existing flow tables cannot be adopted")
+        assert "bpm_flow_task.form_id: type" in line
