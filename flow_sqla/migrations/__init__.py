@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, TableNames
+from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, FlowTables, TableNames
 
 SCRIPT_LOCATION = "flow_sqla:migrations"
 #: ``Config.attributes`` key under which env.py and the revisions find the :class:`TableNames`.
@@ -135,7 +135,8 @@ def current(
 
     Recognises tables no version table of ours records: our revisions in a host app's
     ``alembic_version`` (recipe B), and tables the Go plugin's ``ddl.sql`` created, reported
-    as ``"flow0001"`` when their columns match (else
+    as ``"flow0001"`` when their columns match (the head revision for tables equal to the
+    ``FlowTables`` schema, e.g. from ``metadata.create_all()``; else
     :class:`~flow_sqla.errors.SchemaMismatchError` lists the differences). Reads only.
     """
     names = TableNames.create(
@@ -145,9 +146,13 @@ def current(
 
     from flow_sqla.migrations._adopt import our_revisions, recorded_revision
 
-    revisions = our_revisions(ScriptDirectory.from_config(_config(names)))
+    script = ScriptDirectory.from_config(_config(names))
+    head = script.get_current_head()
+    metadata = FlowTables(
+        repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+    ).metadata
     with _connected(bind) as conn:
-        return recorded_revision(conn, names, revisions)
+        return recorded_revision(conn, names, our_revisions(script), head, metadata)
 
 
 def _config(

@@ -4,9 +4,10 @@ Two kinds of databases hold our tables without ``flow_alembic_version`` saying s
 
 * **Go plugin tables** — created by its ``ddl.sql`` (or by hand), no version table at all. Their
   columns are compared with revision ``flow0001`` (the same DDL); when they match the run
-  starts from ``flow0001`` (the first revision applied records it), when they do not,
+  stamps ``flow0001`` and continues from there, when they do not,
   :class:`~flow_sqla.errors.SchemaMismatchError` lists every difference before anything is
-  written.
+  written. Tables that equal the head schema entirely (``FlowTables.metadata.create_all()``)
+  are stamped at head instead: re-running the later revisions would fail on what exists.
 * **Recipe B** — a host application ran our revisions inside its own Alembic history, so its
   ``alembic_version`` holds our revision next to its own. The run then keeps using that table,
   sees only our revisions in it and updates only our row, so the host's ``alembic upgrade
@@ -79,8 +80,25 @@ def plan(conn: sa.Connection, names: TableNames, revisions: frozenset[str]) -> A
     return Adoption(version_table=names.version_table, reference=True)
 
 
+def adopted_revision(
+    conn: sa.Connection, names: TableNames, head: str | None, head_metadata: sa.MetaData
+) -> str:
+    """The revision unrecorded tables are at: ``head`` when they equal ``head_metadata``
+    (every table, column, type, nullability and index), else ``flow0001`` when their columns
+    match it. Raises :class:`SchemaMismatchError` (the differences from ``flow0001``)
+    otherwise."""
+    if head is not None and not _full_differences(conn, names, head_metadata):
+        return head
+    check_reference_tables(conn, names)
+    return REFERENCE_REVISION
+
+
 def recorded_revision(
-    conn: sa.Connection, names: TableNames, revisions: frozenset[str]
+    conn: sa.Connection,
+    names: TableNames,
+    revisions: frozenset[str],
+    head: str | None = None,
+    head_metadata: sa.MetaData | None = None,
 ) -> str | None:
     """The revision the table set is at, however it is recorded: our version table, a host's
     (recipe B), or ``flow0001`` for matching tables without any. ``None`` when there are no
@@ -93,8 +111,10 @@ def recorded_revision(
         return _single(
             [h for h in _heads(conn, HOST_VERSION_TABLE, names.schema) if h in revisions]
         )
-    check_reference_tables(conn, names)
-    return REFERENCE_REVISION
+    if head_metadata is None:
+        check_reference_tables(conn, names)
+        return REFERENCE_REVISION
+    return adopted_revision(conn, names, head, head_metadata)
 
 
 def check_reference_tables(conn: sa.Connection, names: TableNames) -> None:
@@ -113,11 +133,34 @@ def differences(conn: sa.Connection, names: TableNames) -> list[ColumnDifference
     upsert relies on it.
     """
     wanted = {names.repo_table, names.task_table}
+    found: list[ColumnDifference] = []
+    for diff in _compare(conn, names, reference_metadata(names), wanted):
+        found.extend(_column_differences(diff))
+    repo_missing = any(d.kind == "missing table" and d.table == names.repo_table for d in found)
+    if not repo_missing and not _has_unique_key(conn, names, "instant_id"):
+        found.append(ColumnDifference(table=names.repo_table, column="instant_id", kind="unique"))
+    return found
 
+
+def _full_differences(conn: sa.Connection, names: TableNames, metadata: sa.MetaData) -> list[Any]:
+    """Every difference ``alembic check`` would report for the tables of ``metadata``
+    (comments aside)."""
+    wanted = {table.name for table in metadata.tables.values()}
+    return [
+        diff
+        for diff in _compare(conn, names, metadata, wanted)
+        if not (isinstance(diff, list) and all("comment" in item[0] for item in diff))
+        and not (isinstance(diff, tuple) and "comment" in diff[0])
+    ]
+
+
+def _compare(
+    conn: sa.Connection, names: TableNames, metadata: sa.MetaData, tables: set[str]
+) -> list[Any]:
     def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
         if type_ == "schema":
             return name == names.schema
-        return type_ != "table" or name in wanted
+        return type_ != "table" or name in tables
 
     ctx = MigrationContext.configure(
         conn,
@@ -127,31 +170,25 @@ def differences(conn: sa.Connection, names: TableNames) -> list[ColumnDifference
             "include_schemas": names.schema is not None,
         },
     )
-    found: list[ColumnDifference] = []
-    for diff in compare_metadata(ctx, reference_metadata(names)):
-        found.extend(_column_differences(diff))
-    repo_missing = any(d.kind == "missing table" and d.table == names.repo_table for d in found)
-    if not repo_missing and not _has_unique_key(conn, names, "instant_id"):
-        found.append(ColumnDifference(table=names.repo_table, column="instant_id", kind="unique"))
-    return found
+    return list(compare_metadata(ctx, metadata))
 
 
-def starting_from_reference(original: StepsFn) -> StepsFn:
-    """Wrap the command's ``fn`` for Go plugin tables (checked already with
-    :func:`check_reference_tables`): an upgrade first stamps ``flow0001``, then runs the
-    steps from there. Other commands see the database as it is: a downgrade or stamp of
-    tables we never recorded runs on no heads (a downgrade drops nothing)."""
+def starting_from(revision: str, original: StepsFn) -> StepsFn:
+    """Wrap the command's ``fn`` for unrecorded tables found at ``revision`` (see
+    :func:`adopted_revision`): an upgrade first stamps ``revision``, then runs the steps from
+    there. Other commands see the database as it is: a downgrade or stamp of tables we never
+    recorded runs on no heads (a downgrade drops nothing)."""
 
     def steps(heads: tuple[str, ...], mc: MigrationContext) -> Sequence[Any]:
         if heads:
             return original(heads, mc)
-        later = list(original((REFERENCE_REVISION,), mc))
+        later = list(original((revision,), mc))
         upgrading = all(type(step) is RevisionStep and step.is_upgrade for step in later)
         if not upgrading or (not later and mc.opts.get("destination_rev") is None):
             return original(heads, mc)  # not an upgrade, or ``current``: nothing to record
         script = mc.opts.get("script")
         revision_map = script.revision_map if isinstance(script, ScriptDirectory) else None
-        stamp = StampStep(None, REFERENCE_REVISION, True, True, revision_map)
+        stamp = StampStep(None, revision, True, True, revision_map)
         return [stamp, *later]
 
     return steps
@@ -268,11 +305,12 @@ def _type(type_: Any, nullable: Any) -> str:
 __all__ = [
     "HOST_VERSION_TABLE",
     "Adoption",
+    "adopted_revision",
     "check_reference_tables",
     "differences",
     "only_our_heads",
     "our_revisions",
     "plan",
     "recorded_revision",
-    "starting_from_reference",
+    "starting_from",
 ]

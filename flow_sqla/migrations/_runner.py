@@ -18,11 +18,11 @@ from alembic.config import Config
 from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import NAMES_KEY, resolve_names
 from flow_sqla.migrations._adopt import (
-    check_reference_tables,
+    adopted_revision,
     only_our_heads,
     our_revisions,
     plan,
-    starting_from_reference,
+    starting_from,
 )
 from flow_sqla.tables import FlowTables, TableNames
 
@@ -91,18 +91,20 @@ def _run_online(connection: sa.Connection, names: TableNames, options: dict[str,
     revisions = our_revisions(context.script)
     outside = not connection.in_transaction()
     adoption = plan(connection, names, revisions)
-    if adoption is not None and adoption.reference:
-        check_reference_tables(connection, names)  # before anything is written
+    found_at = None
+    if adoption is not None and adoption.reference:  # checked before anything is written
+        head = context.script.get_current_head()
+        found_at = adopted_revision(connection, names, head, options["target_metadata"])
     if outside and connection.in_transaction():
         # The reads began a transaction: end it, so Alembic begins (and commits) its own.
         connection.rollback()
     if adoption is not None:
         options = {**options, "version_table": adoption.version_table}
-        if adoption.reference:
+        if found_at is not None:
             context.configure(connection=connection, **options)
             original = context.get_context().opts.get("fn")
             if original is not None:
-                options["fn"] = starting_from_reference(original)
+                options["fn"] = starting_from(found_at, original)
     context.configure(connection=connection, **options)
     if adoption is not None and adoption.shared:
         only_our_heads(context.get_context(), revisions)
