@@ -196,6 +196,9 @@ class DialectOps:
             table.c.graph.is_not(None).label("has_graph") if self.row_locks else table.c.graph
         )
         self._lock_columns = [table.c.states, table.c.vars, graph_flag]
+        # What a driver returns for a JSON column when no result processor runs (prepared
+        # statements): text on MySQL/MariaDB and SQLite, already decoded by psycopg.
+        self.json_as_text: bool = self.name != "postgresql"
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,

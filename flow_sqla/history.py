@@ -15,6 +15,7 @@ from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
+from flow_sqla._prepared import PreparedStatements
 from flow_sqla._translate import translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.tables import FlowTables
@@ -67,6 +68,8 @@ class TaskHistoryRecorder:
         self._vars = VarsPolicy()
         # ``inline()``: no RETURNING / generated-key fetch after the insert.
         self._insert = self._table.insert().inline()
+        self._inserts: dict[tuple[str, ...], sa.Insert] = {}
+        self._prepared = PreparedStatements()
 
     def record(self, ctx: FlowContext, record: TaskRecord) -> None:
         """Append ``record``. Raises :class:`~flow_sqla.errors.RepositoryError` on database
@@ -74,11 +77,22 @@ class TaskHistoryRecorder:
         :class:`~flow.errors.SnapshotError` for a variable that cannot be stored."""
         row = self._row(ctx, record)
         with self._translating(record.instance_id):
+            insert = self._insert_of(tuple(row))
             if isinstance(ctx.connection, Connection):
-                ctx.connection.execute(self._insert, row)
+                self._prepared.execute(ctx.connection, insert, row)
             else:
                 with self.engine.begin() as conn:
-                    conn.execute(self._insert, row)
+                    self._prepared.execute(conn, insert, row)
+
+    def _insert_of(self, columns: tuple[str, ...]) -> sa.Insert:
+        """The INSERT binding exactly ``columns`` by name, built once per column list so that
+        it compiles once per dialect (see :mod:`flow_sqla._prepared`)."""
+        insert = self._inserts.get(columns)
+        if insert is None:
+            table = self._table
+            binds = {name: sa.bindparam(name, type_=table.c[name].type) for name in columns}
+            insert = self._inserts[columns] = self._insert.values(binds)
+        return insert
 
     def history(self, instance_id: str) -> list[HistoryEntry]:
         """Every entry of one instance, oldest first."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ClauseElement
 
 from flow.context import FlowContext
 from flow.errors import SnapshotError
@@ -27,7 +28,8 @@ from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
 from flow_sqla._engine import engine_for
-from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, utc_now
+from flow_sqla._prepared import PreparedStatements
+from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, parse_vars, utc_now
 from flow_sqla._translate import translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError
@@ -175,6 +177,7 @@ class SqlStateRepository:
         self._upserts: dict[bool, Executable] = {}
         self._updates: dict[bool, Executable] = {}
         self._graph_docs: dict[int, tuple[Graph, str]] = {}
+        self._prepared = PreparedStatements()
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -301,9 +304,9 @@ class SqlStateRepository:
         if self._dialect.row_locks and instance_id in self._known:
             # Only the SELECT runs: it binds the id alone.
             (select,) = self._locking_statements(True)
-            row = self._fetch(conn, select, instance_id, {"instant_id": instance_id})
-            if row is not None:
-                return parse_row(instance_id, row)
+            stored = self._fetch_locked(conn, select, instance_id, {"instant_id": instance_id})
+            if stored is not None:
+                return stored
             self._known.pop(instance_id)
         now, who = utc_now(), self._who(ctx)
         params = {
@@ -315,14 +318,14 @@ class SqlStateRepository:
         }
         *ensure, read = self._locking_statements(False)
         for stmt in ensure:
-            result = conn.execute(stmt, params, execution_options=WRITE_OPTIONS)
+            result = self._execute(conn, stmt, params, WRITE_OPTIONS)
             if self._dialect.created_row(result):
                 # Inserted just now: empty, and locked by this transaction until it ends.
                 return StoredRow(states={}, vars={}, has_graph=False)
-        row = self._fetch(conn, read, instance_id, params)
-        if row is None:
+        stored = self._fetch_locked(conn, read, instance_id, params)
+        if stored is None:
             raise RepositoryError("The instance row could not be read", instance_id=instance_id)
-        return parse_row(instance_id, row)
+        return stored
 
     def _locking_statements(self, known: bool) -> list[Executable]:
         """Built once per flag with bound parameters, so each operation only binds values."""
@@ -378,6 +381,34 @@ class SqlStateRepository:
             ) from exc
         return None if row is None else row._mapping
 
+    def _fetch_locked(
+        self, conn: Connection, stmt: Executable, instance_id: str, params: Mapping[str, Any]
+    ) -> StoredRow | None:
+        """The locking read's row through the prepared path, its JSON columns decoded here."""
+        row = self._execute(conn, stmt, params).first()
+        if row is None:
+            return None
+        states, variables, graph = row
+        if self._dialect.json_as_text:
+            states = _json_value(instance_id, states)
+            variables = _json_value(instance_id, variables)
+        return StoredRow(
+            states=parse_states(instance_id, states),
+            vars=parse_vars(instance_id, variables),
+            has_graph=bool(graph),
+        )
+
+    def _execute(
+        self,
+        conn: Connection,
+        stmt: Executable,
+        params: Mapping[str, Any],
+        options: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Run one of the repository's fixed statements, compiled once per dialect."""
+        assert isinstance(stmt, ClauseElement)
+        return self._prepared.execute(conn, stmt, params, options)
+
     def _flush(self, ctx: FlowContext, op: _Operation) -> None:
         """Write the operation's changes with one statement — or nothing when nothing changed.
 
@@ -411,14 +442,14 @@ class SqlStateRepository:
             row["instant_id"] = op.instance_id
             row["creator"] = row["updater"]
             row["create_time"] = row["update_time"]
-            op.conn.execute(self._upsert_statement(with_graph), row)
+            self._execute(op.conn, self._upsert_statement(with_graph), row)
         op.final = StoredRow(states=states, vars=new_vars, has_graph=base.has_graph or write_graph)
 
     def _update(self, op: _Operation, row: dict[str, Any], with_graph: bool) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
         transaction by the caller's own code), so the upsert recreates it."""
         params = {**row, _ROW_KEY: op.instance_id}
-        result = op.conn.execute(self._update_statement(with_graph), params)
+        result = self._execute(op.conn, self._update_statement(with_graph), params)
         return bool(result.rowcount)
 
     def _graph_doc(self, graph: Graph) -> str:
@@ -593,6 +624,19 @@ class SqlStateRepository:
             f"SqlStateRepository({self.engine.url.render_as_string()!r}, "
             f"table={self.tables.repository.name!r}, cache={self.cache_mode!r})"
         )
+
+
+def _json_value(instance_id: str, raw: Any) -> Any:
+    """A JSON column's text decoded (``None`` stays ``None``); :class:`SnapshotError` when it
+    is not JSON."""
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise SnapshotError(
+            f"The stored row is not valid JSON: {exc}", instance_id=instance_id
+        ) from exc
 
 
 def _graph_text(raw: Any) -> tuple[str | None, str | None]:

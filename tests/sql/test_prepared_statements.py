@@ -1,0 +1,118 @@
+"""The driver-level path runs exactly the SQL the Core constructs compile to.
+
+``flow_sqla._prepared`` compiles the repository's and the recorder's fixed statements once per
+dialect and executes the text with ``exec_driver_sql``; the compiled-SQL snapshots guard the
+constructs, these tests guard that the prepared text, parameter order and bind processing are
+the compiler's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+from flow_sqla._prepared import PreparedStatement
+from flow_sqla.tables import FlowTables
+
+DIALECTS = ["mysql", "mysql8", "mariadb", "postgresql", "sqlite"]
+
+
+def _update(tables: FlowTables) -> sa.Update:
+    t = tables.repository
+    return (
+        t.update()
+        .where(t.c.instant_id == sa.bindparam("row_key", type_=t.c.instant_id.type))
+        .values(
+            states=sa.bindparam("states", type_=t.c.states.type),
+            update_time=sa.bindparam("update_time", type_=t.c.update_time.type),
+        )
+    )
+
+
+class _Recorder:
+    """Stands in for a connection: records what ``exec_driver_sql`` receives."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.calls: list[tuple[str, Any]] = []
+
+    def exec_driver_sql(self, sql: str, params: Any, options: Any = None) -> None:
+        self.calls.append((sql, params))
+
+
+@pytest.mark.parametrize("key", DIALECTS)
+def test_prepared_text_is_the_compiled_text(
+    key: str, dialect_for: Callable[[str], Dialect]
+) -> None:
+    dialect = dialect_for(key)
+    stmt = _update(FlowTables())
+    assert PreparedStatement(stmt, dialect).sql == str(stmt.compile(dialect=dialect))
+
+
+@pytest.mark.parametrize("key", DIALECTS)
+def test_parameters_are_processed_and_ordered_as_the_compiler_says(
+    key: str, dialect_for: Callable[[str], Dialect]
+) -> None:
+    dialect = dialect_for(key)
+    stmt = _update(FlowTables())
+    compiled = stmt.compile(dialect=dialect)
+    when = datetime(2026, 12, 2, 8, 30)
+    values = {"states": {"oa:apply": 1002}, "update_time": when, "row_key": "inv-1"}
+    conn = _Recorder(dialect)
+    PreparedStatement(stmt, dialect).execute(conn, values)  # type: ignore[arg-type]
+    [(_, params)] = conn.calls
+    expected = compiled.construct_params(values)
+    processors = compiled._bind_processors
+    processed = {
+        name: processors[name](value) if callable(processors.get(name)) else value  # type: ignore[operator]
+        for name, value in expected.items()
+    }
+    if compiled.positional:
+        assert _plain(params) == _plain(tuple(processed[n] for n in compiled.positiontup or ()))
+    else:
+        assert _plain({name: params[name] for name in processed}) == _plain(processed)
+    # JSON goes to the driver encoded (psycopg: wrapped in its Json adapter), never as a dict.
+    encoded = params[0] if compiled.positional else params["states"]
+    assert not isinstance(encoded, dict)
+
+
+def _plain(values: Any) -> Any:
+    """Driver adapter objects without equality (psycopg's ``Json``) compared by content."""
+    if isinstance(values, dict):
+        return {name: _plain(value) for name, value in values.items()}
+    if isinstance(values, tuple):
+        return tuple(_plain(value) for value in values)
+    return getattr(values, "obj", values)
+
+
+def test_statements_with_post_compile_parameters_are_refused(
+    dialect_for: Callable[[str], Dialect],
+) -> None:
+    t = FlowTables().repository
+    stmt = sa.select(t.c.id).where(t.c.instant_id.in_(sa.bindparam("ids", expanding=True)))
+    with pytest.raises(ValueError, match="post-compile"):
+        PreparedStatement(stmt, dialect_for("postgresql"))
+
+
+class _Refusing(sa.types.TypeDecorator[str]):
+    impl = sa.String
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str:
+        raise ValueError(f"cannot store {value!r}")
+
+
+def test_a_failing_bind_processor_raises_what_connection_execute_raises(
+    dialect_for: Callable[[str], Dialect],
+) -> None:
+    """A ``StatementError`` (which the library translates), never the raw exception."""
+    t = FlowTables().repository
+    stmt = t.update().values(updater=sa.bindparam("who", type_=_Refusing()))
+    dialect = dialect_for("sqlite")
+    with pytest.raises(sa.exc.StatementError, match="cannot store 'x'"):
+        PreparedStatement(stmt, dialect).execute(_Recorder(dialect), {"who": "x"})  # type: ignore[arg-type]
