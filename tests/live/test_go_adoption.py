@@ -366,3 +366,73 @@ def test_tables_made_by_create_all_are_stamped_at_head(engine: sa.Engine) -> Non
     assert current(engine) == HEAD
     upgrade(engine)
     assert _versions(engine, "flow_alembic_version") == [HEAD]
+
+
+_HOST_ENV = """\
+from alembic import context
+from sqlalchemy import engine_from_config, pool
+
+config = context.config
+section = config.get_section(config.config_ini_section, {})
+engine = engine_from_config(section, prefix="sqlalchemy.", poolclass=pool.NullPool)
+with engine.connect() as connection:
+    context.configure(connection=connection, target_metadata=None)
+    with context.begin_transaction():
+        context.run_migrations()
+"""
+_HOST_REVISION = """\
+import sqlalchemy as sa
+from alembic import op
+
+revision = "host0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table("host_thing", sa.Column("id", sa.Integer, primary_key=True))
+
+
+def downgrade():
+    op.drop_table("host_thing")
+"""
+
+
+def test_a_real_recipe_b_setup_is_recognised_by_flow_migrate_and_alembic(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The host's own env.py ran ``upgrade heads`` up to flow0001; our tools then continue
+    in the host's table, and the host's next ``upgrade heads`` has nothing to do."""
+    host = tmp_path / "host"
+    (host / "alembic" / "versions").mkdir(parents=True)
+    (host / "alembic" / "env.py").write_text(_HOST_ENV)
+    (host / "alembic" / "versions" / "host0001.py").write_text(_HOST_REVISION)
+    (host / "alembic.ini").write_text(
+        "[alembic]\n"
+        "script_location = %(here)s/alembic\n"
+        "version_locations = %(here)s/alembic/versions flow_sqla:migrations/versions\n"
+        "path_separator = space\n"
+        f"sqlalchemy.url = {db_url.replace('%', '%%')}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOW_")}
+    env["PYTHONPATH"] = str(ROOT)
+    alembic = str(Path(sys.executable).with_name("alembic"))
+
+    def run(*args: str, cwd: Path) -> None:
+        done = subprocess.run([alembic, *args], cwd=cwd, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    run("upgrade", "host0001", cwd=host)
+    run("upgrade", "flow0001", cwd=host)
+    assert _flow("instances", "--db", db_url, cwd=tmp_path).returncode == 0
+    migrated = _flow("migrate", "--db", db_url, cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr
+    run("-x", f"url={db_url}", "upgrade", "head", cwd=ROOT)  # our env: nothing left to do
+    run("upgrade", "heads", cwd=host)  # the host's env: nothing left to do either
+    engine = sa.create_engine(db_url, poolclass=sa.NullPool)
+    try:
+        assert _versions(engine, "alembic_version") == sorted([HEAD, "host0001"])
+        assert _versions(engine, "flow_alembic_version") is None
+    finally:
+        engine.dispose()
