@@ -11,18 +11,23 @@ import sqlalchemy as sa
 
 from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import ActorStateController, TaskAction
-from flow_sqla import TaskHistoryRecorder, migrations, sql_workflow
+from flow_sqla import TaskHistoryRecorder, migrations, run_in_transaction, sql_workflow
 
 engine = sa.create_engine("sqlite:///app.sqlite")  # your application's engine
 migrations.upgrade(engine)  # once, at deploy time (or: alembic upgrade head)
 graph = Graph.from_file("examples/oa.yml")
 workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
 
-with engine.begin() as conn:  # your transaction: your rows, the flow state and its history
+def apply(conn: sa.Connection) -> bool:  # your transaction: your rows, the flow state, history
     ctx = FlowContext.of("expense-42", {"amount": 120}, connection=conn)
     ctx.put("actor", "employee")  # who is acting (from your authentication)
     task = workflow.claim_task(graph, ctx)  # the employee's task, now waiting
-    workflow.submit_task_if_waiting(task, TaskAction.FORWARD, ctx, message="Taxi to the airport")
+    message = "Taxi to the airport"
+    return workflow.submit_task_if_waiting(task, TaskAction.FORWARD, ctx, message=message)
+
+
+# engine.begin(), apply(conn), COMMIT; the whole unit again on a deadlock/serialization failure
+run_in_transaction(engine, apply, idempotent=True)  # idempotent: the submit re-checks
 
 for entry in TaskHistoryRecorder(engine).history("expense-42"):
     print(entry.source_node_id, "->", entry.target_node_id, entry.assignee, entry.message)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from flow.errors import SnapshotError
 from flow_sqla.errors import (
     ColumnDifference,
+    CommitOutcomeUnknownError,
     InvalidIdentifierError,
     RepositoryError,
     SchemaMismatchError,
@@ -16,6 +17,7 @@ from flow_sqla.errors import (
 # --- repository / history (added by the repository engineer) -------------------------------
 from flow_sqla.history import HistoryEntry, TaskHistoryRecorder
 from flow_sqla.repository import Snapshot, SqlStateRepository
+from flow_sqla.retry import is_retryable, run_in_transaction
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
 
@@ -23,6 +25,7 @@ from flow_sqla.wiring import sql_workflow
 
 __all__ = [
     "ColumnDifference",
+    "CommitOutcomeUnknownError",
     "FlowTables",
     "HistoryEntry",
     "InvalidIdentifierError",
@@ -32,5 +35,7 @@ __all__ = [
     "SnapshotError",
     "SqlStateRepository",
     "TaskHistoryRecorder",
+    "is_retryable",
+    "run_in_transaction",
     "sql_workflow",
 ]

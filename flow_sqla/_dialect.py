@@ -41,8 +41,14 @@ ROW_COLUMNS: tuple[str, ...] = (
     "update_time",
 )
 
-# lock wait timeout, deadlock, NOWAIT (MySQL 8; MariaDB reports NOWAIT as 1205)
-_MYSQL_LOCK_ERRORS = frozenset({1205, 1213, 3572})
+# Lock wait timeout (also MariaDB's NOWAIT), deadlock (also Galera's certification failure
+# and brute-force abort: a writeset that lost to another node's), MySQL 8's NOWAIT, and
+# "record has changed since last read" (MariaDB 11.6+ with innodb_snapshot_isolation).
+_MYSQL_LOCK_ERRORS = frozenset({1205, 1213, 3572, 1020})
+#: Top-level packages of the DBAPI drivers whose raw exceptions are recognized.
+_DRIVER_PACKAGES = frozenset(
+    {"pymysql", "MySQLdb", "mariadb", "mysql", "psycopg", "psycopg2", "sqlite3", "_sqlite3"}
+)
 # deadlock_detected, lock_not_available, serialization_failure
 _PG_LOCK_SQLSTATES = frozenset({"40P01", "55P03", "40001"})
 _SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
@@ -341,7 +347,33 @@ class DialectOps:
             raise RepositoryError(f"A row for {self._table.name!r} needs an instant_id")
 
 
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a DBAPI driver's own exception (not wrapped by SQLAlchemy)."""
+    return type(exc).__module__.partition(".")[0] in _DRIVER_PACKAGES
+
+
+def is_conflict(orig: BaseException) -> bool:
+    """Whether the driver exception ``orig`` is a transient conflict (lock wait timeout,
+    deadlock, serialization or certification failure) of any supported dialect: a re-run of
+    the whole transaction can succeed.
+
+    Recognized by shape, without knowing the dialect: PostgreSQL drivers carry a SQLSTATE
+    (``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2); MySQL drivers an error number
+    (``args[0]`` in mysqlclient and PyMySQL, ``errno`` in MariaDB Connector/Python and
+    mysql-connector); SQLite only a message.
+    """
+    if isinstance(orig, sqlite3.OperationalError):
+        return _sqlite_lock_conflict(orig)
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if code is not None:
+        return code in _PG_LOCK_SQLSTATES
+    return _mysql_lock_conflict(orig)
+
+
 def _mysql_lock_conflict(orig: BaseException) -> bool:
+    errno = getattr(orig, "errno", None)
+    if isinstance(errno, int):
+        return errno in _MYSQL_LOCK_ERRORS
     args: tuple[Any, ...] = getattr(orig, "args", ())
     return bool(args) and args[0] in _MYSQL_LOCK_ERRORS
 
@@ -368,5 +400,7 @@ __all__ = [
     "ExactString",
     "ModifyIdColumns",
     "exact_collation",
+    "is_conflict",
+    "is_driver_error",
     "json_dumps",
 ]

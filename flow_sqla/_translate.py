@@ -1,42 +1,98 @@
 """The one place where SQLAlchemy/DBAPI exceptions become library errors.
 
 Callers of ``flow_sqla`` — and the engine — never see a driver's exception type: a lock wait
-timeout or deadlock becomes the retryable :class:`~flow.workflow.ConcurrentSubmitError`, any
-other database error a :class:`~flow_sqla.errors.RepositoryError` with the cause chained.
+timeout, deadlock or serialization failure becomes the retryable
+:class:`~flow.workflow.ConcurrentSubmitError`, a connection lost during ``COMMIT`` a
+:class:`~flow_sqla.errors.CommitOutcomeUnknownError`, any other database error a
+:class:`~flow_sqla.errors.RepositoryError` with the cause chained.
 """
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from types import TracebackType
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection, RootTransaction
 
 from flow.errors import FlowError
 from flow.workflow.errors import ConcurrentSubmitError
-from flow_sqla._dialect import DialectOps
-from flow_sqla.errors import RepositoryError
+from flow_sqla._dialect import DialectOps, is_conflict
+from flow_sqla.errors import CommitOutcomeUnknownError, RepositoryError
 
 
-def translate(ops: DialectOps, exc: sa.exc.SQLAlchemyError, instance_id: str | None) -> FlowError:
-    """The library error standing for ``exc`` (raise it ``from exc``)."""
-    if ops.is_lock_conflict(exc):
-        return ConcurrentSubmitError(instance_id or "")
-    detail = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
-    lines = str(detail).strip().splitlines() or [""]
-    return RepositoryError(
-        f"Database error {type(detail).__name__}: {lines[0]}", instance_id=instance_id
-    )
+def translate(
+    ops: DialectOps | None,
+    exc: BaseException,
+    instance_id: str | None,
+    *,
+    at_commit: bool = False,
+) -> FlowError:
+    """The library error standing for ``exc`` (raise it ``from exc``).
+
+    ``ops`` recognizes the lock conflicts of its dialect; without it (a caller's engine of any
+    dialect) they are recognized by the driver exception's shape. ``at_commit`` says ``exc``
+    came from the ``COMMIT`` itself: a lost connection there leaves the outcome unknown.
+    """
+    orig: BaseException = exc
+    if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None:
+        orig = exc.orig
+    conflict = ops.is_lock_conflict(exc) if ops is not None else is_conflict(orig)
+    detail = _detail(orig)
+    if conflict:
+        who = f"Instance {instance_id!r}" if instance_id else "The transaction"
+        return ConcurrentSubmitError(
+            instance_id or "",
+            f"{who} lost to a concurrent transaction ({detail}); nothing of it was kept, retry it",
+        )
+    if at_commit and _lost_connection(exc):
+        return CommitOutcomeUnknownError(detail, instance_id=instance_id)
+    return RepositoryError(f"Database error {detail}", instance_id=instance_id)
 
 
-class _Translating:
-    """The context manager of :func:`translating` (a class: it runs for every operation)."""
+def _detail(orig: BaseException) -> str:
+    lines = str(orig).strip().splitlines() or [""]
+    return f"{type(orig).__name__}: {lines[0]}"
 
-    __slots__ = ("_instance_id", "_ops")
 
-    def __init__(self, ops: DialectOps, instance_id: str | None) -> None:
+def _lost_connection(exc: BaseException) -> bool:
+    """SQLAlchemy marks a DBAPI error as a disconnect (its dialect's ``is_disconnect``)."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        return bool(exc.connection_invalidated)
+    # A raw driver error: the connection is gone when the driver says so (PyMySQL's
+    # "(0, '')", psycopg's closed connection); rare outside SQLAlchemy.
+    return isinstance(exc, ConnectionError)
+
+
+def commit(conn: Connection, trans: RootTransaction) -> None:
+    """Commit ``trans``; when the ``COMMIT`` fails, discard the connection instead of pooling it.
+
+    SQLAlchemy marks the transaction ended even when ``COMMIT`` fails, so the pool skips its
+    reset; but SQLite keeps the transaction open after a busy ``COMMIT``, and the next user of
+    the pooled connection would commit this unit's writes with its own. A connection whose
+    ``COMMIT`` failed is not trusted again, on any dialect (the cost: one reconnect per such
+    failure).
+    """
+    try:
+        trans.commit()
+    except BaseException:
+        conn.invalidate()
+        raise
+
+
+class Translating:
+    """Translates every SQLAlchemy exception raised in its ``with`` block.
+
+    Set ``committing`` just before the block's ``COMMIT``: a connection lost from then on
+    becomes :class:`CommitOutcomeUnknownError`. (A class, not a generator context manager: it
+    runs for every operation.)
+    """
+
+    __slots__ = ("_instance_id", "_ops", "committing")
+
+    def __init__(self, ops: DialectOps | None, instance_id: str | None) -> None:
         self._ops = ops
         self._instance_id = instance_id
+        self.committing = False
 
     def __enter__(self) -> None:
         return None
@@ -48,12 +104,12 @@ class _Translating:
         tb: TracebackType | None,
     ) -> None:
         if isinstance(exc, sa.exc.SQLAlchemyError):
-            raise translate(self._ops, exc, self._instance_id) from exc
+            raise translate(self._ops, exc, self._instance_id, at_commit=self.committing) from exc
 
 
-def translating(ops: DialectOps, instance_id: str | None) -> AbstractContextManager[None]:
+def translating(ops: DialectOps, instance_id: str | None) -> Translating:
     """Translate every SQLAlchemy exception raised in the block."""
-    return _Translating(ops, instance_id)
+    return Translating(ops, instance_id)
 
 
-__all__ = ["translate", "translating"]
+__all__ = ["Translating", "commit", "translate", "translating"]

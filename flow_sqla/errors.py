@@ -1,6 +1,6 @@
 """Errors raised by ``flow_sqla``.
 
-Both subclass :class:`flow.errors.FlowError`, so callers catch everything the library raises
+All subclass :class:`flow.errors.FlowError`, so callers catch everything the library raises
 with one ``except``; driver exception types never reach the engine.
 """
 
@@ -23,6 +23,27 @@ class RepositoryError(FlowError):
         if instance_id is not None:
             message = f"{message} (instance {instance_id!r})"
         super().__init__(message)
+
+
+class CommitOutcomeUnknownError(RepositoryError):
+    """The connection was lost while ``COMMIT`` was in flight: the transaction may have
+    committed or not, and only the database can tell.
+
+    Every other failure of a unit of work leaves nothing behind; this one may leave the whole
+    unit committed (the server committed, then the connection dropped before its answer
+    arrived — a node killed, a network cut, a proxy restarted). Re-running the unit is safe
+    only when it re-checks what it is about to do under the row lock, like
+    ``submit_task_if_waiting`` (see :func:`flow_sqla.run_in_transaction`'s ``idempotent``).
+    The driver error is chained as ``__cause__``.
+    """
+
+    def __init__(self, detail: str, *, instance_id: str | None = None) -> None:
+        self.detail = detail
+        super().__init__(
+            f"The connection was lost during COMMIT; the transaction may or may not have "
+            f"committed ({detail})",
+            instance_id=instance_id,
+        )
 
 
 class InvalidIdentifierError(FlowError, ValueError):
@@ -89,4 +110,10 @@ class SchemaMismatchError(RepositoryError):
         )
 
 
-__all__ = ["ColumnDifference", "InvalidIdentifierError", "RepositoryError", "SchemaMismatchError"]
+__all__ = [
+    "ColumnDifference",
+    "CommitOutcomeUnknownError",
+    "InvalidIdentifierError",
+    "RepositoryError",
+    "SchemaMismatchError",
+]

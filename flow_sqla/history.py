@@ -16,7 +16,7 @@ from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._translate import translating
+from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.tables import FlowTables
 
@@ -76,13 +76,16 @@ class TaskHistoryRecorder:
         errors, :class:`~flow.workflow.ConcurrentSubmitError` on a lock conflict and
         :class:`~flow.errors.SnapshotError` for a variable that cannot be stored."""
         row = self._row(ctx, record)
-        with self._translating(record.instance_id):
-            insert = self._insert_of(tuple(row))
-            if isinstance(ctx.connection, Connection):
+        insert = self._insert_of(tuple(row))
+        if isinstance(ctx.connection, Connection):
+            with self._translating(record.instance_id):
                 self._prepared.execute(ctx.connection, insert, row)
-            else:
-                with self.engine.begin() as conn:
-                    self._prepared.execute(conn, insert, row)
+            return
+        guard = Translating(self._dialect, record.instance_id)
+        with guard, self.engine.connect() as conn, conn.begin() as trans:
+            self._prepared.execute(conn, insert, row)
+            guard.committing = True  # a connection lost from here on: outcome unknown
+            commit(conn, trans)
 
     def _insert_of(self, columns: tuple[str, ...]) -> sa.Insert:
         """The INSERT binding exactly ``columns`` by name, built once per column list so that

@@ -30,7 +30,7 @@ from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, EncodedJSON, json_dump
 from flow_sqla._engine import engine_for
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, parse_vars, utc_now
-from flow_sqla._translate import translating
+from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
@@ -187,9 +187,12 @@ class SqlStateRepository:
         ``engine.begin()`` which it also puts into ``ctx.connection`` for the block, so the
         history recorder and the caller's task code share the transaction. Re-entrant.
 
-        Raises :class:`ConcurrentSubmitError` on a lock timeout or deadlock,
-        :class:`RepositoryError` for any other database error, :class:`SnapshotError` for a
-        malformed row or a variable that cannot be stored — in every case nothing is kept.
+        Raises :class:`ConcurrentSubmitError` on a lock timeout, deadlock, serialization or
+        (Galera) certification failure, :class:`RepositoryError` for any other database error,
+        :class:`SnapshotError` for a malformed row or a variable that cannot be stored — in
+        every case nothing is kept — and, for its own transaction only,
+        :class:`CommitOutcomeUnknownError` when the connection was lost during ``COMMIT``
+        (the unit may have committed).
         """
         outer = self._local.ops.get(ctx.instance_id)
         if outer is not None:
@@ -202,16 +205,29 @@ class SqlStateRepository:
         else:
             yield from self._owned(ctx, lock)
 
+    def serializes(self, ctx: FlowContext) -> bool:
+        """Whether :meth:`unit_of_work` alone serializes an operation on ``ctx`` against every
+        other thread and process: true for the caller's own transaction (``ctx.connection``)
+        in ``cache="operation"`` mode, where each operation starts with the row lock and the
+        transaction keeps it. The executor then takes no process lock (see
+        ``WorkflowExecutor._operation``: with one, two threads whose transactions each span a
+        claim and a submit would deadlock on the process lock and the row lock)."""
+        return self._cache is None and isinstance(ctx.connection, Connection)
+
     def _owned(self, ctx: FlowContext, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
         saved = ctx.connection
         op: _Operation | None = None
+        guard = Translating(self._dialect, instance_id)
         try:
-            # connect() + begin() is engine.begin() without its generator context manager
-            with self._translating(instance_id), self.engine.connect() as conn, conn.begin():
+            # connect() + begin() is engine.begin() without its generator context manager; the
+            # explicit commit lets a connection lost during COMMIT be told from one lost before.
+            with guard, self.engine.connect() as conn, conn.begin() as trans:
                 ctx.connection = conn
                 op = self._start(ctx, conn, lock)
                 yield from self._run(ctx, op)
+                guard.committing = True
+                commit(conn, trans)
         except BaseException:
             if self._cache is not None:
                 self._cache.pop(instance_id)

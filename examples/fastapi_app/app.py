@@ -10,11 +10,17 @@ Endpoints: ``POST /expenses`` (the employee files one; header ``X-Actor``), ``GE
 /expenses/{id}``, ``GET /expenses/{id}/tasks``, ``POST /expenses/{id}/decisions``
 (``approve`` / ``send_back`` / ``reject`` with a message) and ``GET /expenses/{id}/history``.
 
-Each request that changes something gets one connection from ``engine.begin()`` (the
-``transaction`` dependency). The connection goes into ``FlowContext.of(id, connection=conn)``,
-so the flow's state change, its history row and this app's own ``expense`` row commit
-together, or roll back together when the request fails. ``scope="function"`` commits before
-the response is sent, so a client never sees success for a write that did not commit.
+Each request that changes something is one unit of work run by
+``flow_sqla.run_in_transaction``: a connection from ``engine.begin()`` goes into
+``FlowContext.of(id, connection=conn)``, so the flow's state change, its history row and this
+app's own ``expense`` row commit together, or roll back together when the request fails. A
+deadlock, lock timeout, serialization failure (PostgreSQL SERIALIZABLE) or Galera certification
+failure — at any statement or at COMMIT — re-runs the whole unit; the response is built after
+the commit, so a client never sees success for a write that did not commit. A decision is
+re-run even when the connection was lost during its COMMIT (``idempotent=True``:
+``submit_task_if_waiting`` re-checks under the row lock, so a decision that did commit is never
+applied twice); filing an expense is not (a re-run would file a second one): the client gets
+503 and looks before it files again. Read-only requests use the ``transaction`` dependency.
 
 Who is calling comes from the ``X-Actor`` header — a stand-in for real authentication.
 """
@@ -29,11 +35,24 @@ from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from flow import FlowContext, FlowEngine, Graph
-from flow.workflow import ActorStateController, TaskAction, TaskState, WorkflowExecutor
-from flow_sqla import TaskHistoryRecorder, migrations, sql_workflow
+from flow.workflow import (
+    ActorStateController,
+    ConcurrentSubmitError,
+    TaskAction,
+    TaskState,
+    WorkflowExecutor,
+)
+from flow_sqla import (
+    CommitOutcomeUnknownError,
+    TaskHistoryRecorder,
+    migrations,
+    run_in_transaction,
+    sql_workflow,
+)
 
 GRAPH_FILE = Path(__file__).resolve().parent.parent / "oa.yml"
 DEFAULT_URL = "sqlite:///fastapi-demo.sqlite"
@@ -113,22 +132,39 @@ def create_app(database_url: str | None = None) -> FastAPI:
     app = FastAPI(title="Expense approvals")
     app.state.engine = engine
 
+    @app.exception_handler(ConcurrentSubmitError)
+    def busy(request: Request, exc: ConcurrentSubmitError) -> JSONResponse:
+        """Every attempt lost to concurrent requests on the same expense: try again later."""
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
+
+    @app.exception_handler(CommitOutcomeUnknownError)
+    def unknown(request: Request, exc: CommitOutcomeUnknownError) -> JSONResponse:
+        """The database connection dropped during COMMIT: look before repeating the request."""
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
     @app.post("/expenses", status_code=201)
-    def submit_expense(body: NewExpense, actor: Actor, conn: Conn) -> ExpenseOut:
+    def submit_expense(body: NewExpense, actor: Actor) -> ExpenseOut:
         """The employee files an expense: the flow starts and their own task is submitted."""
         instance_id = f"exp-{uuid.uuid4().hex[:12]}"
-        conn.execute(
-            expense.insert().values(
-                instance_id=instance_id, purpose=body.purpose, amount=body.amount, status="pending"
+
+        def file(conn: sa.Connection) -> ExpenseOut:
+            conn.execute(
+                expense.insert().values(
+                    instance_id=instance_id,
+                    purpose=body.purpose,
+                    amount=body.amount,
+                    status="pending",
+                )
             )
-        )
-        ctx = FlowContext.of(instance_id, {"amount": body.amount}, connection=conn)
-        ctx.put("actor", actor)
-        task = workflow.claim_task(graph, ctx)
-        if task is None:
-            raise HTTPException(403, f"{actor!r} cannot file an expense")
-        workflow.submit_task(task, TaskAction.FORWARD, ctx, message=body.purpose)
-        return _expense_out(conn, workflow, graph, instance_id)
+            ctx = FlowContext.of(instance_id, {"amount": body.amount}, connection=conn)
+            ctx.put("actor", actor)
+            task = workflow.claim_task(graph, ctx)
+            if task is None:
+                raise HTTPException(403, f"{actor!r} cannot file an expense")
+            workflow.submit_task(task, TaskAction.FORWARD, ctx, message=body.purpose)
+            return _expense_out(conn, workflow, graph, instance_id)
+
+        return run_in_transaction(engine, file)  # a blind submit: never re-run after COMMIT
 
     @app.get("/expenses/{instance_id}")
     def get_expense(instance_id: str, conn: Conn) -> ExpenseOut:
@@ -141,24 +177,30 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return _expense_out(conn, workflow, graph, instance_id).tasks
 
     @app.post("/expenses/{instance_id}/decisions")
-    def decide(instance_id: str, body: Decision, actor: Actor, conn: Conn) -> ExpenseOut:
+    def decide(instance_id: str, body: Decision, actor: Actor) -> ExpenseOut:
         """Approve, send back or reject the task ``actor`` is responsible for, with a message."""
-        _expense_row(conn, instance_id)
-        ctx = FlowContext.of(instance_id, connection=conn)
-        ctx.put("actor", actor)
-        task = workflow.claim_task(graph, ctx)
-        if task is None or task.state != TaskState.WAITING:
-            raise HTTPException(409, f"nothing of {instance_id} waits for {actor!r}")
-        action = DECISIONS[body.decision]
-        if not workflow.submit_task_if_waiting(task, action, ctx, message=body.message):
-            raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
-        status = {"send_back": "sent back", "reject": "rejected"}.get(body.decision)
-        if status is None:
-            status = "pending" if _open_tasks(conn, workflow, graph, instance_id) else "approved"
-        conn.execute(
-            expense.update().where(expense.c.instance_id == instance_id).values(status=status)
-        )
-        return _expense_out(conn, workflow, graph, instance_id)
+
+        def decide_once(conn: sa.Connection) -> ExpenseOut:
+            _expense_row(conn, instance_id)
+            ctx = FlowContext.of(instance_id, connection=conn)
+            ctx.put("actor", actor)
+            task = workflow.claim_task(graph, ctx)
+            if task is None or task.state != TaskState.WAITING:
+                raise HTTPException(409, f"nothing of {instance_id} waits for {actor!r}")
+            action = DECISIONS[body.decision]
+            if not workflow.submit_task_if_waiting(task, action, ctx, message=body.message):
+                raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
+            status = {"send_back": "sent back", "reject": "rejected"}.get(body.decision)
+            if status is None:
+                open_tasks = _open_tasks(conn, workflow, graph, instance_id)
+                status = "pending" if open_tasks else "approved"
+            conn.execute(
+                expense.update().where(expense.c.instance_id == instance_id).values(status=status)
+            )
+            return _expense_out(conn, workflow, graph, instance_id)
+
+        # Safe to re-run even after a lost COMMIT: the re-run finds the task decided (409).
+        return run_in_transaction(engine, decide_once, idempotent=True)
 
     @app.get("/expenses/{instance_id}/history")
     def get_history(instance_id: str, conn: Conn) -> list[HistoryOut]:

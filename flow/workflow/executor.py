@@ -127,11 +127,23 @@ class WorkflowExecutor:
         return graph if isinstance(graph, Graph) else self.engine.get_graph_or_throw(graph)
 
     def _operation(self, ctx: FlowContext, *, lock: bool) -> AbstractContextManager[None]:
-        """Instance lock first, then the repository's unit of work (when it has one)."""
-        held = INSTANCE_LOCKS.hold((id(self.state_repository), ctx.instance_id))
-        unit_of_work = getattr(self.state_repository, "unit_of_work", None)
+        """Instance lock first, then the repository's unit of work (when it has one).
+
+        No process lock when the repository says its unit of work serializes this operation
+        itself (``serializes(ctx)``: a database row lock taken in the caller's transaction).
+        That transaction may span several operations and keeps the row lock between them; a
+        process lock taken per operation would then be acquired in the opposite order by two
+        threads (A holds the row, waits for the process lock; B holds the process lock, waits
+        for the row) — a deadlock no database can see.
+        """
+        repository = self.state_repository
+        unit_of_work = getattr(repository, "unit_of_work", None)
         if unit_of_work is None:
-            return held
+            return INSTANCE_LOCKS.hold((id(repository), ctx.instance_id))
+        serializes = getattr(repository, "serializes", None)
+        if serializes is not None and serializes(ctx):
+            return unit_of_work(ctx, lock=lock)  # type: ignore[no-any-return]
+        held = INSTANCE_LOCKS.hold((id(repository), ctx.instance_id))
         return _LockedUnitOfWork(held, unit_of_work(ctx, lock=lock))
 
     def _driver(self, graph: Graph) -> WorkflowDriver:
