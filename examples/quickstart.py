@@ -18,6 +18,7 @@ migrations.upgrade(engine)  # once, at deploy time (or: alembic upgrade head)
 graph = Graph.from_file("examples/oa.yml")
 workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
 
+
 def apply(conn: sa.Connection) -> bool:  # your transaction: your rows, the flow state, history
     ctx = FlowContext.of("expense-42", {"amount": 120}, connection=conn)
     ctx.put("actor", "employee")  # who is acting (from your authentication)

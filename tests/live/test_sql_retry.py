@@ -261,3 +261,56 @@ def test_helper_reruns_a_unit_whose_commit_was_lost_only_when_idempotent(
         assert count_rows(db, "bpm_flow_task", "cut-2") == 2  # one manager approval, never two
     finally:
         proxied.dispose()
+
+
+def _someone_waits_for_a_row_lock(engine: sa.Engine) -> bool:
+    if engine.dialect.name == "postgresql":
+        sql = "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    else:
+        sql = "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"
+    with engine.connect() as conn:
+        return bool(conn.exec_driver_sql(sql).scalar_one())
+
+
+def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
+    server_url: str,
+) -> None:
+    """Thread A claims in its transaction (holding the row lock), thread B's claim then waits
+    for that row; A's submit must not wait for B. (With a per-operation process lock B held it
+    while waiting for the row: A waited for B, B for A — until B's lock timeout.)"""
+    backend = sa.make_url(server_url).get_backend_name()
+    timeout = (
+        {"options": "-c lock_timeout=3000"}
+        if backend == "postgresql"
+        else {"init_command": "SET SESSION innodb_lock_wait_timeout = 3"}
+    )
+    eng = migrate(sa.create_engine(server_url, connect_args=timeout))
+    observer = sa.create_engine(server_url, poolclass=sa.NullPool)
+    try:
+        ex = executor(eng)
+        approve(ex, "pl-1", "employee", amount=10)
+        a_claimed, b_result = threading.Event(), []
+
+        def thread_b() -> None:
+            a_claimed.wait(THREAD_TIMEOUT)
+            try:
+                b_result.append(
+                    run_in_transaction(eng, approve_on(ex, "pl-1", "manager"), attempts=1)
+                )
+            except BaseException as exc:
+                b_result.append(exc)
+
+        b = threading.Thread(target=thread_b)
+        b.start()
+        with eng.begin() as conn:
+            c = ctx("pl-1", "manager", conn)
+            task = ex.claim_task("oa", c)
+            a_claimed.set()
+            while not _someone_waits_for_a_row_lock(observer):  # B is blocked on our row
+                b.join(0.01)
+            assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        b.join(THREAD_TIMEOUT)
+        assert b_result == [False]  # waited for A's commit, then found the task decided
+    finally:
+        observer.dispose()
+        eng.dispose()

@@ -125,3 +125,30 @@ def test_a_failed_request_leaves_no_flow_row_behind(client: TestClient) -> None:
         flow_rows = conn.exec_driver_sql("SELECT COUNT(*) FROM bpm_flow_repository").scalar()
         expense_rows = conn.exec_driver_sql("SELECT COUNT(*) FROM expense").scalar()
     assert (flow_rows, expense_rows) == (0, 0)
+
+
+def test_concurrent_decisions_on_one_expense_give_one_200_and_409s(client: TestClient) -> None:
+    """Four managers click "approve" at once: each request is one run_in_transaction unit
+    (claim + submit_task_if_waiting); one wins, the others are told it was decided — no 500,
+    no hang, one history row for the manager."""
+    import threading
+
+    expense_id = file_expense(client, 120)["id"]
+    barrier = threading.Barrier(4)
+    codes: list[int] = []
+
+    def click() -> None:
+        barrier.wait(timeout=60)
+        response = client.post(
+            f"/expenses/{expense_id}/decisions", json={"decision": "approve"}, headers=MANAGER
+        )
+        codes.append(response.status_code)
+
+    threads = [threading.Thread(target=click) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(codes) == [200, 409, 409, 409]
+    history = client.get(f"/expenses/{expense_id}/history").json()
+    assert [h["task"] for h in history] == ["apply", "manager"]
