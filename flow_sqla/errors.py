@@ -87,7 +87,8 @@ class ColumnDifference:
             return f"{where}: extra column ({self.found})"
         if self.kind == "unique":
             return f"{where}: no unique key (the upsert on it needs one)"
-        return f"{where}: {self.kind} {self.expected} expected, found {self.found}"
+        label = "nullability" if self.kind == "nullable" else self.kind
+        return f"{where}: {label} {self.expected} expected, found {self.found}"
 
 
 class SchemaMismatchError(RepositoryError):
