@@ -10,7 +10,9 @@ up — created by :func:`make_database_url` and dropped after the test.
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
+import sys
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
@@ -25,11 +27,35 @@ _SERVERS = {
     "postgresql": ("FLOW_PG_DSN", "FLOW_REQUIRE_PG"),
 }
 _NO_CONTAINER: dict[str, str] = {}
+#: Database drivers (DBAPI modules) that the tests needing no server must never import.
+_DRIVERS = ("MySQLdb", "pymysql", "psycopg", "psycopg2", "mariadb", "asyncpg", "aiomysql")
+#: Test trees that need no server: they compile SQL with dialect objects, or use sqlite3.
+_DRIVERLESS_TREES = ("unit", "sql")
+_TESTS = Path(__file__).parent / "tests"
+
+
+@pytest.fixture(autouse=True)
+def _no_database_driver_without_a_server(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Make importing a database driver fail in tests/unit and tests/sql.
+
+    A fresh machine without the MySQL client headers has no ``MySQLdb``: a test that compiles
+    SQL through a ``mysql+mysqldb://`` engine would fail there although it needs no server.
+    Blocking the drivers here catches that on every machine, including those that have them.
+    """
+    path = Path(str(request.node.path))
+    if not path.is_relative_to(_TESTS) or path.relative_to(_TESTS).parts[0] not in (
+        _DRIVERLESS_TREES
+    ):
+        return
+    for name in _DRIVERS:
+        monkeypatch.setitem(sys.modules, name, None)  # type: ignore[arg-type]
 
 
 def _unavailable(backend: str, reason: str) -> None:
     env, require = _SERVERS[backend]
-    message = f"no {env} and no {backend} container: {reason}"
+    message = f"no {backend} server: {env} is not set and {reason}"
     if os.environ.get(require) == "1":
         pytest.fail(f"{require}=1 but {message}", pytrace=False)
     pytest.skip(message)
@@ -51,19 +77,38 @@ def _start_container(backend: str) -> Any:
             if backend == "mysql":
                 from testcontainers.community.mysql import MySqlContainer
 
-                container: Any = MySqlContainer("mysql:8.4", dialect="mysqldb", username="root")
+                container: Any = MySqlContainer(
+                    "mysql:8.4", dialect=_mysql_driver(), username="root"
+                )
             else:
                 from testcontainers.community.postgres import PostgresContainer
 
                 container = PostgresContainer("postgres:16", driver="psycopg")
             container.start()
         except docker.errors.DockerException as exc:
-            failure = str(exc)
+            failure = _docker_failure(exc)
         gc.collect()
     if failure:
         _NO_CONTAINER[backend] = failure
         _unavailable(backend, failure)
     return container
+
+
+def _mysql_driver() -> str:
+    """The MySQL driver the container URL names: mysqlclient when installed, else PyMySQL.
+
+    mysqlclient needs the MySQL client headers to build; PyMySQL (pure Python, in the ``dev``
+    extra) is always there.
+    """
+    return "mysqldb" if importlib.util.find_spec("MySQLdb") is not None else "pymysql"
+
+
+def _docker_failure(exc: Exception) -> str:
+    """Why no container could be started, in a few words (docker's own text is a repr chain)."""
+    text = str(exc)
+    if "Error while fetching server API version" in text:
+        return "no Docker engine is reachable for a testcontainers container"
+    return f"no testcontainers container could be started ({text.splitlines()[0][:200]})"
 
 
 def _server_url(backend: str) -> Iterator[str]:

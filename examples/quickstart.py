@@ -1,4 +1,4 @@
-"""The quick start of docs/getting-started.md: run it from the repository root.
+"""The quick start of the README and docs/getting-started.md: run it from any directory.
 
     .venv/bin/python examples/quickstart.py
 
@@ -13,9 +13,22 @@ from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import ActorStateController, TaskAction
 from flow_sqla import TaskHistoryRecorder, migrations, run_in_transaction, sql_workflow
 
+# examples/oa.yml without its titles (Graph.from_file("oa.yml") reads a graph file)
+graph = Graph.from_text(
+    """
+    id: oa
+    layout:
+      - {id: start, type: start, link: apply}
+      - {id: apply, meta: {actor: employee}, link: amount}
+      - {id: amount, type: exclusive, link: [{nextId: director, when: amount >= 5000}, manager]}
+      - {id: manager, meta: {actor: manager}, link: end}
+      - {id: director, meta: {actor: director}, link: end}
+      - {id: end, type: end}
+    """,
+    strict=True,  # a graph with errors (a dangling link, a bad condition) raises here
+)
 engine = sa.create_engine("sqlite:///app.sqlite")  # your application's engine
 migrations.upgrade(engine)  # once, at deploy time (or: alembic upgrade head)
-graph = Graph.from_file("examples/oa.yml")
 workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
 
 

@@ -61,6 +61,13 @@ def commands(page: str) -> list[Command]:
     return found
 
 
+def this_checkout_first() -> dict[str, str]:
+    """The environment with this checkout first on ``PYTHONPATH`` (the venv's editable install
+    may point at another checkout)."""
+    path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 def normalize(text: str) -> str:
     return _RUN_ID.sub("oa-RUNID", _TIME.sub("YYYY-MM-DD hh:mm:ss", text))
 
@@ -82,7 +89,12 @@ def test_console_examples_print_what_the_page_shows(page: str, tmp_path: Path) -
     for step in steps:
         assert step.argv[0] == "flow", step.argv
         done = subprocess.run(
-            [str(FLOW), *step.argv[1:]], cwd=cwd, capture_output=True, text=True, check=False
+            [str(FLOW), *step.argv[1:]],
+            cwd=cwd,
+            env=this_checkout_first(),
+            capture_output=True,
+            text=True,
+            check=False,
         )
         shown = "$ " + shlex.join(step.argv)
         actual = normalize(done.stdout + done.stderr).splitlines()
@@ -114,7 +126,7 @@ def test_python_snippets_run_and_print_what_the_page_shows(page: str, tmp_path: 
         done = subprocess.run(
             [sys.executable, "-c", block.text],
             cwd=cwd,
-            env={**os.environ, "PYTHONPATH": str(REPO)},  # this checkout, not the installed one
+            env=this_checkout_first(),
             capture_output=True,
             text=True,
             check=False,
