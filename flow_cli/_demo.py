@@ -9,6 +9,9 @@ again on the same database.
 from __future__ import annotations
 
 import argparse
+import shlex
+import shutil
+import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -141,12 +144,39 @@ def run_demo(args: argparse.Namespace) -> int:
         picture_id = f"{graph.id}-{run}-{PICTURE_STORY}"
         written = write_pictures(session, picture_id, Path(args.out))
     print(f"\nPicture of {picture_id}, where it stands: {' and '.join(map(str, written))}")
-    print("\nTry next:")
-    print("  flow instances")
-    print(f"  flow render --instance {picture_id}")
-    print(f"  flow history {picture_id}")
-    print(f"  flow submit {picture_id} manager forward --actor manager -m Approved")
+    if len(written) == 1:
+        print("(Graphviz adds an .svg of it: apt-get install graphviz, then run the demo again)")
+    flow, hint = how_to_type_flow()
+    db = f" --db {shlex.quote(shown(args.db))}" if args.db else ""
+    print(f"\nTry next{hint}:")
+    print(f"  {flow} instances{db}")
+    print(f"  {flow} render --instance {picture_id}{db}")
+    print(f"  {flow} history {picture_id}{db}")
+    print(f"  {flow} submit {picture_id} manager forward --actor manager -m Approved{db}")
     return 0
+
+
+def how_to_type_flow() -> tuple[str, str]:
+    """How to type the running ``flow`` command in this shell, and a hint when that is a path.
+
+    ``make demo`` runs ``.venv/bin/flow``, which is not on ``PATH`` until the venv is activated:
+    printing a bare ``flow`` would send the user to "command not found".
+    """
+    script = Path(sys.argv[0])
+    if script.name != "flow" or not script.is_file():
+        return "flow", ""
+    found = shutil.which("flow")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "flow", ""
+    try:
+        typed = script.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        typed = str(script.resolve())
+    activate = script.parent / "activate"
+    if not activate.is_file():
+        return shlex.quote(typed), ""
+    activate_typed = shlex.quote((Path(typed).parent / "activate").as_posix())
+    return shlex.quote(typed), f" (or activate the venv once, . {activate_typed}, then type flow)"
 
 
 def play(session: Session, graph: Graph, instance_id: str, story: Story, number: int) -> None:

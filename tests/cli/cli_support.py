@@ -43,18 +43,22 @@ def single_error_line(result: Result) -> str:
     return lines[0]
 
 
-def run_flow(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
-) -> Result:
-    """Run the console script in ``cwd`` (``FLOW_DATABASE_URL`` unset unless ``env`` sets it).
-
-    ``PYTHONPATH`` starts with this checkout, so the script runs the code under test even when
-    the interpreter's editable install points at another checkout of the repository.
-    """
+def flow_environ() -> dict[str, str]:
+    """This environment without ``FLOW_DATABASE_URL``, with this checkout first on
+    ``PYTHONPATH`` (so the script runs the code under test even when the interpreter's editable
+    install points at another checkout of the repository)."""
     environ = {k: v for k, v in os.environ.items() if k != "FLOW_DATABASE_URL"}
     environ["PYTHONPATH"] = os.pathsep.join(
         [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
+    return environ
+
+
+def run_flow(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> Result:
+    """Run the console script in ``cwd`` (``FLOW_DATABASE_URL`` unset unless ``env`` sets it)."""
+    environ = flow_environ()
     environ.update(env or {})
     done = subprocess.run(
         [str(flow_script()), *args],

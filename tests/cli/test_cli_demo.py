@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from cli_support import REPO, Flow
+from cli_support import REPO, Flow, flow_environ, flow_script
 
 STEP_MESSAGES = (
     "Taxi to the airport, receipt attached",
@@ -83,3 +86,65 @@ def test_demo_honours_flow_database_url(flow: Flow, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     assert (tmp_path / "from-env.sqlite").exists()
     assert not (tmp_path / "flow-demo" / "flow.sqlite").exists()
+
+
+def _try_next(out: str) -> list[list[str]]:
+    """The commands under "Try next", split as a shell would."""
+    lines = out.split("\nTry next")[1].splitlines()[1:]
+    return [shlex.split(line) for line in lines if line.startswith("  ")]
+
+
+def test_try_next_commands_work_as_printed_without_the_venv_on_path(
+    flow: Flow, tmp_path: Path
+) -> None:
+    """``make demo`` runs .venv/bin/flow; a bare ``flow`` is "command not found" until the venv
+    is activated, so the demo prints the path it was started with and how to activate."""
+    path = os.pathsep.join(
+        d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "flow").exists()
+    )
+    result = flow("demo", env={"PATH": path})
+    assert result.code == 0, result.err
+    script = str(flow_script().resolve())
+    assert f"Try next (or activate the venv once, . {script.removesuffix('flow')}activate" in (
+        result.out
+    )
+    commands = _try_next(result.out)
+    assert [argv[0] for argv in commands] == [script] * 4
+    for argv in commands:
+        done = subprocess.run(
+            argv, cwd=tmp_path, env=flow_environ(), capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"{shlex.join(argv)}: {done.stderr}"
+    assert "forward manager" in done.stdout
+
+
+def test_try_next_says_flow_when_flow_is_on_path(flow: Flow) -> None:
+    path = os.pathsep.join([str(flow_script().parent), os.environ["PATH"]])
+    result = flow("demo", env={"PATH": path})
+    assert result.code == 0, result.err
+    assert "\nTry next:\n" in result.out
+    assert {argv[0] for argv in _try_next(result.out)} == {"flow"}
+
+
+def test_try_next_keeps_the_database_of_the_demo(flow: Flow, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'other.sqlite'}"
+    result = flow("demo", "--db", url)
+    assert result.code == 0, result.err
+    listed = subprocess.run(
+        _try_next(result.out)[0],
+        cwd=tmp_path,
+        env=flow_environ(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("-training ") == 1
+    assert not (tmp_path / "flow-demo" / "flow.sqlite").exists()
+
+
+@pytest.mark.skipif(shutil.which("dot") is not None, reason="Graphviz's dot is installed")
+def test_demo_says_graphviz_adds_the_svg_when_it_is_missing(flow: Flow) -> None:
+    result = flow("demo")
+    assert result.code == 0, result.err
+    assert "Graphviz adds an .svg of it: apt-get install graphviz" in result.out
