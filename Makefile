@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml
 mysql-extra: $(STAMP)
 	@if [ -f $(MYSQL_STAMP) ] && [ $(MYSQL_STAMP) -nt $(STAMP) ]; then \
 	    :; \
-	elif pkg-config --exists mysqlclient 2>/dev/null || pkg-config --exists libmariadb 2>/dev/null; then \
+	elif pkg-config --exists mysqlclient 2>/dev/null || pkg-config --exists mariadb 2>/dev/null \
+	        || pkg-config --exists libmariadb 2>/dev/null; then \
 	    echo "MySQL client headers found: installing the mysql extra (mysqlclient)"; \
 	    if $(BIN)/python -m pip install -q -e '.[mysql]'; then \
 	        touch $(MYSQL_STAMP); \
