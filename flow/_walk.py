@@ -18,7 +18,7 @@ from flow.stepper import parse_range
 
 if TYPE_CHECKING:
     from flow.exchanger import FlowExchanger
-    from flow.graph import Graph, Link, Node
+    from flow.graph import Link, Node
     from flow.interceptor import FlowInterceptor
 
 _INCLUSIVE = "inclusive_run"
@@ -89,8 +89,11 @@ class Walk:
             node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
 
     # -- shared pieces -----------------------------------------------------------------
-    def condition(self, graph: Graph, when: Any, default: bool) -> bool:
-        """Test a ``when``; empty gives ``default``. Non-flow errors become ``ConditionError``."""
+    def condition(self, node: Node, when: Any, default: bool, link: Link | None = None) -> bool:
+        """Test a ``when`` of ``node`` (or of its ``link``); empty gives ``default``.
+
+        Non-flow errors become ``ConditionError`` naming the node or link and the cause.
+        """
         if when is None:
             return default
         try:
@@ -98,7 +101,13 @@ class Walk:
         except FlowError:
             raise
         except Exception as exc:
-            raise ConditionError(graph.id, when if isinstance(when, str) else repr(when)) from exc
+            raise ConditionError(
+                node.graph.id,
+                when if isinstance(when, str) else repr(when),
+                node_id=node.id,
+                link_to=link.next_id if link is not None else None,
+                cause=exc,
+            ) from exc
 
     def node_start(self, node: Node) -> bool:
         ex = self.ex
@@ -125,7 +134,7 @@ class Walk:
             return True
         if not self.node_start(node):
             return False
-        if node.when is None or self.condition(node.graph, node.when, True):
+        if node.when is None or self.condition(node, node.when, True):
             call_task(ex.driver.handle_task, ex, node)
         if ex.branch_ends():
             return False
@@ -136,7 +145,7 @@ class Walk:
         links = node.next_link_list
         last = len(links) - 1
         for index, link in enumerate(links):
-            if link.when is None or self.condition(node.graph, link.when, True):
+            if link.when is None or self.condition(node, link.when, True, link):
                 if index == last:
                     return link.next_node
                 self.run(link.next_node)
@@ -173,7 +182,7 @@ def _exclusive_run(walk: Walk, node: Node) -> Node | None:
     for link in node.next_link_list:
         if link.when is None:
             default = link
-        elif walk.condition(node.graph, link.when, False):
+        elif walk.condition(node, link.when, False, link):
             return link.next_node
     return default.next_node if default is not None else None
 
@@ -187,7 +196,9 @@ def _inclusive_run(walk: Walk, node: Node) -> Node | None:
         stack.pop()
     if not walk.task_exec(node):
         return None
-    matched = [link for link in node.next_link_list if walk.condition(node.graph, link.when, True)]
+    matched = [
+        link for link in node.next_link_list if walk.condition(node, link.when, True, link)
+    ]
     if not matched:
         return None
     stack.append(len(matched))

@@ -107,12 +107,41 @@ class ExpressionError(FlowError):
 
 
 class ConditionError(FlowError):
-    """A condition failed while it was evaluated; the cause is chained."""
+    """A condition failed while it was evaluated; the cause is chained.
 
-    def __init__(self, graph_id: str, description: str) -> None:
+    The message starts like the reference's (``The condition handle failed: <graph> /
+    <condition>``) and goes on with where the condition is and why it failed, so that a one-line
+    report (a log line, ``flow submit``) is enough to fix the graph or the data.
+    """
+
+    def __init__(
+        self,
+        graph_id: str,
+        description: str,
+        *,
+        node_id: str | None = None,
+        link_to: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
         self.graph_id = graph_id
         self.description = description
-        super().__init__(f"The condition handle failed: {graph_id} / {description}")
+        self.node_id = node_id
+        self.link_to = link_to
+        message = f"The condition handle failed: {graph_id} / {description}"
+        details = []
+        if node_id is not None:
+            where = f"link {node_id} -> {link_to}" if link_to is not None else f"node {node_id!r}"
+            details.append(f"at {where}")
+        if cause is not None:
+            details.append(f"{type(cause).__name__}: {_first_line(cause)}")
+        if details:
+            message += f" ({', '.join(details)})"
+        super().__init__(message)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "(no message)"
 
 
 class TaskError(FlowError):

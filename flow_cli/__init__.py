@@ -72,12 +72,22 @@ def _describe(exc: Exception) -> str:
     from flow.errors import FlowError
 
     if isinstance(exc, FlowError):
-        return one_line(exc)
+        return one_line(exc) + _cause(exc)
     if type(exc).__module__.startswith("sqlalchemy."):
         from flow_cli._database import driver_message
 
         return f"database error: {driver_message(exc)}"
     return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for the traceback)"
+
+
+def _cause(exc: BaseException) -> str:
+    """`` (Type: message)`` of the error a FlowError wraps (a task's own failure, say), unless
+    the message already says it: the user should not need --debug to learn why."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, type(exc)):
+        return ""
+    text = f"{type(cause).__name__}: {one_line(cause)}"
+    return "" if one_line(cause) in str(exc) else f" ({text})"
 
 
 def _fail(message: str) -> None:

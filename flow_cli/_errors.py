@@ -21,4 +21,5 @@ def one_line(exc: BaseException) -> str:
     parts = [part.strip().removeprefix("- ") for part in text.splitlines() if part.strip()]
     if len(parts) <= 1:
         return parts[0] if parts else text
-    return f"{parts[0]} {'; '.join(parts[1:])}"
+    head = parts[0] if parts[0].endswith(":") else f"{parts[0]}:"
+    return f"{head} {'; '.join(parts[1:])}"

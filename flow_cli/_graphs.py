@@ -124,12 +124,18 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_graph(path: str) -> Graph:
-    """The graph in the file at ``path``; a missing or broken file is one clear error."""
+def load_graph(path: str, *, strict: bool = False) -> Graph:
+    """The graph in the file at ``path``; a missing or broken file is one clear error.
+
+    ``strict`` (the commands that run a graph) refuses a graph that ``flow validate`` rejects,
+    before anything is written; ``flow render`` draws any graph that loads.
+    """
     try:
-        return Graph.from_file(path)
+        return Graph.from_file(path, strict=strict)
     except GraphDefinitionError as exc:
         message = one_line(exc)
+        if exc.problems:
+            message += f" (see: flow validate {path})"
         raise CliError(message if message.startswith(path) else f"{path}: {message}") from exc
 
 

@@ -88,7 +88,7 @@ def run_start(args: argparse.Namespace) -> int:
     from flow_cli._session import Session, parse_vars
 
     data = parse_vars(args.var)
-    graph = load_graph(args.graph)
+    graph = load_graph(args.graph, strict=True)
     instance_id = args.instance or f"{graph.id}-{uuid.uuid4().hex[:8]}"
     with Session.open(args.db) as session:
         session.start(graph, instance_id, data, args.actor)
@@ -102,7 +102,7 @@ def run_claim(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph else None
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)
         node = session.claim(args.instance, graph, args.actor)
@@ -120,7 +120,7 @@ def run_submit(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph else None
     action: TaskAction = args.action
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)

@@ -13,6 +13,7 @@ from flow import (
     FlowContext,
     FlowEngine,
     FlowError,
+    Graph,
     GraphDefinitionError,
     GraphSpec,
     MapContainer,
@@ -124,3 +125,51 @@ def test_snapshot_pointing_at_an_unknown_node_raises_node_not_found() -> None:
     }
     with pytest.raises(NodeNotFoundError, match="gone"):
         FlowEngine().eval(graph, FlowContext.from_json(json.dumps(doc)))
+
+
+# -- a failing condition says where it is and why (one log line is enough) ------------------
+_COMPARE = "TypeError: '>=' not supported between instances of 'str' and 'int'"
+
+
+def _condition_failure(text: str) -> ConditionError:
+    with pytest.raises(ConditionError) as info:
+        FlowEngine().eval(Graph.from_text(text), FlowContext.of("i", {"amount": "abc"}))
+    assert isinstance(info.value.__cause__, TypeError)
+    return info.value
+
+
+def test_failing_exclusive_link_condition_names_the_link_and_the_cause() -> None:
+    error = _condition_failure(
+        "id: g\nlayout:\n- {id: s, type: start, link: gw}\n"
+        "- {id: gw, type: exclusive, link: [{nextId: big, when: amount >= 1000}, e]}\n"
+        "- {id: big, link: e}\n- {id: e, type: end}"
+    )
+    assert (error.node_id, error.link_to) == ("gw", "big")
+    assert str(error) == (
+        f"The condition handle failed: g / amount >= 1000 (at link gw -> big, {_COMPARE})"
+    )
+
+
+@pytest.mark.parametrize("node_type", ["start", "activity", "inclusive"])
+def test_failing_link_condition_of_every_node_type_names_the_link_and_the_cause(
+    node_type: str,
+) -> None:
+    first = "" if node_type == "start" else "- {id: s, type: start, link: n}\n"
+    error = _condition_failure(
+        f"id: g\nlayout:\n{first}"
+        f"- {{id: n, type: {node_type}, link: [{{nextId: e, when: amount >= 1000}}]}}\n"
+        "- {id: e, type: end}"
+    )
+    assert (error.node_id, error.link_to) == ("n", "e")
+    assert f"(at link n -> e, {_COMPARE})" in str(error)
+
+
+def test_failing_node_when_names_the_node_and_the_cause() -> None:
+    error = _condition_failure(
+        "id: g\nlayout:\n- {id: s, type: start, link: a}\n"
+        "- {id: a, when: amount >= 1000, task: 'x = 1', link: e}\n- {id: e, type: end}"
+    )
+    assert (error.node_id, error.link_to) == ("a", None)
+    assert str(error) == (
+        f"The condition handle failed: g / amount >= 1000 (at node 'a', {_COMPARE})"
+    )
