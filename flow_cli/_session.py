@@ -9,6 +9,7 @@ of the stored states and never write.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
     from flow.workflow import WorkflowExecutor
     from flow_sqla import HistoryEntry, Snapshot, SqlStateRepository
+    from flow_sqla.tables import TableNames
 
 ACTOR_KEY = "actor"
 
@@ -89,12 +91,14 @@ def controller_for(graph: Graph) -> StateController:
 class Session:
     """An open database plus the flow_sqla objects a command needs."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, names: TableNames) -> None:
         from flow_sqla import FlowTables, SqlStateRepository, TaskHistoryRecorder
 
         self.engine = engine
         self.url = url
-        self.tables = FlowTables()
+        self.tables = FlowTables(
+            repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+        )
         self.repository: SqlStateRepository = SqlStateRepository(engine, self.tables)
         self.recorder = TaskHistoryRecorder(engine, self.tables)
 
@@ -111,13 +115,15 @@ class Session:
                     f"or give --db URL (or set {ENV_VAR})"
                 )
             DEMO_DIR.mkdir(parents=True, exist_ok=True)
+        names = table_names()
         engine = open_engine(url)
         try:
+            require_schema(engine, url, names.schema)
             if migrate:
-                upgrade(engine, url)
+                upgrade(engine, url, names)
             else:
-                require_tables(engine, url)
-            yield cls(engine, url)
+                require_tables(engine, url, names)
+            yield cls(engine, url, names)
         finally:
             engine.dispose()
 
@@ -356,26 +362,65 @@ def standing_of(graph: Graph, states: Mapping[str, Any], data: Mapping[str, Any]
     )
 
 
-def upgrade(engine: Engine, url: str) -> None:
+def table_names() -> TableNames:
+    """The table set the commands use: ``FLOW_REPO_TABLE``, ``FLOW_TASK_TABLE``,
+    ``FLOW_SCHEMA`` and ``FLOW_VERSION_TABLE`` as for ``alembic upgrade head``, else defaults."""
+    from flow_sqla.errors import InvalidIdentifierError
+    from flow_sqla.migrations import resolve_names
+
+    try:
+        return resolve_names({}, os.environ)
+    except InvalidIdentifierError as exc:
+        raise CliError(f"bad table names in the environment: {exc}", exit_code=2) from exc
+
+
+def require_schema(engine: Engine, url: str, schema: str | None) -> None:
+    """A clear error when ``FLOW_SCHEMA`` names a schema the database does not have: flow
+    creates tables, never schemas (their owner and grants are the DBA's decision)."""
+    import sqlalchemy as sa
+
+    if schema is None or schema in sa.inspect(engine).get_schema_names():
+        return
+    raise CliError(
+        f"schema {schema!r} (FLOW_SCHEMA) does not exist in {shown(url)}; create it first "
+        f"(CREATE SCHEMA {schema}) or unset FLOW_SCHEMA"
+    )
+
+
+def upgrade(engine: Engine, url: str, names: TableNames) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
     from flow_sqla import migrations
 
     try:
-        migrations.upgrade(engine)
+        migrations.upgrade(engine, **_names_kwargs(names))
     except SQLAlchemyError as exc:
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) == "3F000":
+            raise CliError(
+                f"cannot migrate {shown(url)}: {driver_message(exc)} — the schema to create "
+                "the tables in does not exist (check search_path in the URL, or create it)"
+            ) from exc
         raise CliError(f"cannot migrate {shown(url)}: {driver_message(exc)}") from exc
 
 
-def require_tables(engine: Engine, url: str) -> None:
+def require_tables(engine: Engine, url: str, names: TableNames) -> None:
     """A clear error when the database was never migrated (no flow tables yet)."""
     from flow_sqla import migrations
 
-    if migrations.current(engine) is None:
+    if migrations.current(engine, **_names_kwargs(names)) is None:
         raise CliError(
             f"{shown(url)} has no flow tables yet; create them with "
             f"'flow migrate --db URL' (or 'alembic upgrade head')"
         )
+
+
+def _names_kwargs(names: TableNames) -> dict[str, Any]:
+    return {
+        "repo_table": names.repo_table,
+        "task_table": names.task_table,
+        "schema": names.schema,
+        "version_table": names.version_table,
+    }
 
 
 def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:

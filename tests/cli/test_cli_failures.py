@@ -3,8 +3,10 @@ a non-zero exit code, and nothing written."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cli_support import Flow, single_error_line
 
 PURCHASE = """\
@@ -90,3 +92,43 @@ def test_failing_task_shows_its_cause_without_debug(
     line = single_error_line(result)
     assert "failing / t" in line
     assert "ZeroDivisionError: division by zero" in line
+
+
+@pytest.fixture
+def pg_url(make_database_url: Callable[[str], str]) -> str:
+    return make_database_url("postgresql")
+
+
+@pytest.mark.live
+def test_a_missing_postgresql_schema_is_one_clear_line(flow: Flow, pg_url: str) -> None:
+    for command in (("migrate",), ("instances",), ("history", "x")):
+        result = flow(*command, "--db", pg_url, env={"FLOW_SCHEMA": "approvals"})
+        assert result.code == 1
+        line = single_error_line(result)
+        assert "schema 'approvals' (FLOW_SCHEMA) does not exist" in line
+        assert "CREATE SCHEMA approvals" in line
+
+
+@pytest.mark.live
+def test_the_commands_use_flow_schema_like_alembic(flow: Flow, pg_url: str) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(pg_url)
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("CREATE SCHEMA approvals")
+        env = {"FLOW_SCHEMA": "approvals"}
+        assert flow("migrate", "--db", pg_url, env=env).code == 0
+        assert "bpm_flow_repository" in sa.inspect(engine).get_table_names(schema="approvals")
+        assert "bpm_flow_repository" not in sa.inspect(engine).get_table_names()
+        assert flow("instances", "--db", pg_url, env=env).code == 0
+        assert "no flow tables yet" in single_error_line(flow("instances", "--db", pg_url))
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.live
+def test_a_search_path_without_a_schema_is_explained(flow: Flow, pg_url: str) -> None:
+    url = f"{pg_url}?options=-csearch_path%3Dapprovals"
+    line = single_error_line(flow("migrate", "--db", url))
+    assert "the schema to create the tables in does not exist" in line
