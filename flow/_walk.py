@@ -196,9 +196,7 @@ def _inclusive_run(walk: Walk, node: Node) -> Node | None:
         stack.pop()
     if not walk.task_exec(node):
         return None
-    matched = [
-        link for link in node.next_link_list if walk.condition(node, link.when, True, link)
-    ]
+    matched = [link for link in node.next_link_list if walk.condition(node, link.when, True, link)]
     if not matched:
         return None
     stack.append(len(matched))

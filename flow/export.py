@@ -8,13 +8,18 @@ out; links are written in definition order (priorities carry the evaluation orde
 Round trip and the auto-link trap: the loader links a node *without* a ``link`` key to the next
 node in layout order. A node with no links that is not last in the layout is therefore written
 
-* as ``"link": []`` when the graph was loaded from text, so re-parsing the export gives back
-  exactly the same graph (``Graph.from_text(g.to_json())`` equals ``g`` for every graph loaded
-  from text);
-* without a ``link`` key when the graph was built in code with :class:`~flow.spec.GraphSpec` —
-  the reference's output, kept for compatibility with its tests and tools. Re-parsing such an
-  export auto-links that node, exactly as the reference does; give the node an explicit link (or
-  put it last) when the text must round-trip.
+* as ``"link": []`` when it was loaded from text so — linkless while not last (its text said
+  ``link: []``) — or copied with :meth:`GraphSpec.from_graph` from such a graph: re-parsing the
+  export gives back exactly the same graph (``Graph.from_text(g.to_json())`` equals ``g`` for
+  every graph loaded from text);
+* without a ``link`` key otherwise — a node built in code, or a node loaded without a ``link``
+  key that an edit moved from the end of the layout — which is the reference's output, byte for
+  byte. Re-parsing such an export auto-links that node, exactly as the reference does; give the
+  node an explicit link (or put it last) when the text must round-trip.
+
+The choice depends only on the node (its links, what its text said, its position), never on
+whether the rest of the graph came from text or code. Replacing a node with
+:meth:`GraphSpec.add_node` forgets what the old node's text said.
 
 Conditions and tasks given as Python objects (components) have no text form: exporting them
 raises :class:`~flow.errors.GraphDefinitionError` naming the node (register the component in a
@@ -44,9 +49,9 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
     if graph.meta:
         data["meta"] = _plain(graph.meta)
     nodes = list(graph.nodes.values())
-    faithful = graph._load_notes.from_text
+    said_empty = graph._load_notes.empty_link_ids
     data["layout"] = [
-        _node_dict(node, keep_empty_link=faithful and i < len(nodes) - 1)
+        _node_dict(node, keep_empty_link=node.id in said_empty and i < len(nodes) - 1)
         for i, node in enumerate(nodes)
     ]
     return data

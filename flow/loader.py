@@ -131,7 +131,6 @@ def spec_from_dict(data: Mapping[str, Any]) -> GraphSpec:
         driver=_scalar_text(data.get("driver"), "graph 'driver'", graph_id) or None,
     )
     spec.meta.update(_mapping(data.get("meta"), "graph 'meta'", graph_id))
-    spec.load_notes.from_text = True
     layout = data.get("layout")
     if layout is None:
         layout = data.get("nodes")
@@ -149,6 +148,11 @@ def spec_from_dict(data: Mapping[str, Any]) -> GraphSpec:
         if ns.id in spec.nodes:
             spec.load_notes.duplicate_ids.append(ns.id)
         spec.add_node(ns)
+    # Linkless nodes that are not last: their text said "link: []" (or a duplicate id moved
+    # them up); export must write that back for the text to load as this graph again.
+    for node_id in list(spec.nodes)[:-1]:
+        if not spec.nodes[node_id].links:
+            spec.load_notes.empty_link_ids.add(node_id)
     return spec
 
 

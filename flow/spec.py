@@ -33,7 +33,8 @@ class LoadNotes:
 
     duplicate_ids: list[str] = field(default_factory=list)
     unknown_types: dict[str, str] = field(default_factory=dict)
-    from_text: bool = False  # loaded from a document: export writes "link: []" (see flow.export)
+    #: Nodes loaded with no links while not last (``link: []``): export writes that back.
+    empty_link_ids: set[str] = field(default_factory=set)
 
 
 class NodeOptions(TypedDict, total=False):
@@ -133,6 +134,7 @@ class GraphSpec:
     def add_node(self, spec: NodeSpec) -> NodeSpec:
         """Add a node; a node with the same id is replaced in place (keeps its position)."""
         self.nodes[spec.id] = spec
+        self.load_notes.empty_link_ids.discard(spec.id)  # the new node says nothing about text
         return spec
 
     def add_start(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
@@ -200,7 +202,6 @@ class GraphSpec:
         """An editable copy of ``graph`` (components, priorities and meta are kept)."""
         spec = cls(graph.id, title=graph.title, driver=graph.driver or None)
         spec.meta.update(graph.meta)
-        spec.load_notes.from_text = graph._load_notes.from_text
         for node in graph.nodes.values():
             ns = NodeSpec(
                 node.id, node.type, title=node.title, meta=node.meta, when=node.when, task=node.task
@@ -214,4 +215,5 @@ class GraphSpec:
                     meta=link.meta,
                 )
             spec.add_node(ns)
+        spec.load_notes.empty_link_ids.update(graph._load_notes.empty_link_ids)
         return spec

@@ -48,6 +48,75 @@ def test_reference_parallel_graph_exports_exactly_like_the_reference() -> None:
     )
 
 
+def _reference_c1() -> GraphSpec:
+    spec = GraphSpec("c1")
+    spec.add_start("s1")
+    spec.add_parallel("p1").link_add("n1").link_add("n2")
+    spec.add_activity("n1").link_add("e1")
+    spec.add_activity("n2").link_add("e1")
+    spec.add_end("e1")
+    return spec
+
+
+_REFERENCE_UPDATED = (
+    '{"id":"c1","title":"c1","layout":[{"id":"s1","type":"start","link":[{"nextId":"p1"}]},'
+    '{"id":"p1","type":"parallel","link":[{"nextId":"n1"},{"nextId":"n2"},{"nextId":"n3"}]},'
+    '{"id":"n1","type":"activity","link":[{"nextId":"e1"}]},'
+    '{"id":"n2","type":"activity","link":[{"nextId":"e1"}]},'
+    '{"id":"e1","type":"end"},'
+    '{"id":"n3","type":"activity","link":[{"nextId":"e1"}]}]}'
+)
+
+
+def _add_branch_n3(spec: GraphSpec) -> GraphSpec:
+    """The reference's edit: p1 replaced with a third branch, n3 appended after the end node."""
+    spec.add_parallel("p1").link_add("n1").link_add("n2").link_add("n3")
+    spec.add_activity("n3").link_add("e1")
+    return spec
+
+
+def test_reparsed_then_edited_graph_exports_exactly_like_the_reference() -> None:
+    """Graph.copy in the reference: from its own JSON, then edited; the end node is no longer
+    last and has no links, and is exported without ``link`` as when built directly."""
+    reparsed = Graph.from_text(_reference_c1().create().to_json())
+    assert _add_branch_n3(GraphSpec.from_graph(reparsed)).create().to_json() == _REFERENCE_UPDATED
+    direct = GraphSpec.from_text(_reference_c1().create().to_json())
+    assert _add_branch_n3(direct).create().to_json() == _REFERENCE_UPDATED
+
+
+@pytest.mark.parametrize("made", ["in code", "from text", "from text, copied"])
+def test_export_of_a_linkless_node_does_not_depend_on_how_the_graph_was_made(made: str) -> None:
+    """A node that says nothing about links exports the same wherever the rest came from."""
+    if made == "in code":
+        spec = GraphSpec("g")
+        spec.add_start("s").link_add("e")
+        spec.add_end("e")
+    else:
+        spec = GraphSpec.from_text(
+            "id: g\nlayout: [{id: s, type: start, link: e}, {id: e, type: end}]"
+        )
+        if made.endswith("copied"):
+            spec = GraphSpec.from_graph(spec.create())
+    spec.add_activity("late")  # e is no longer last
+    assert spec.create().to_dict()["layout"][1] == {"id": "e", "type": "end"}
+
+
+def test_replacing_a_node_said_empty_forgets_its_empty_link_list() -> None:
+    spec = GraphSpec.from_text("id: g\nlayout: [{id: s, type: start, link: []}, {id: b}]")
+    assert spec.create().to_dict()["layout"][0] == {"id": "s", "type": "start", "link": []}
+    spec.add_start("s")
+    assert spec.create().to_dict()["layout"][0] == {"id": "s", "type": "start"}
+
+
+def test_a_node_said_empty_keeps_its_empty_link_list_through_a_copy_and_an_edit() -> None:
+    g = Graph.from_text("id: g\nlayout: [{id: s, type: start, link: []}, {id: b}]")
+    spec = GraphSpec.from_graph(g)
+    spec.add_activity("c")
+    exported = spec.create().to_json()
+    assert '{"id":"s","type":"start","link":[]}' in exported
+    assert Graph.from_text(exported).get_node("s").next_links == ()
+
+
 def test_every_key_is_exported_in_loader_order() -> None:
     spec = GraphSpec("g", title="T", driver="drv")
     spec.meta_put("owner", "hr")
