@@ -7,6 +7,12 @@ maps node ids to ``TaskState`` codes, colour each node by its state: waiting amb
 green, terminated red (unknown codes and absent nodes stay plain). Links to unknown node ids end
 in a dashed "missing" node so the mistake is visible. All text from the graph is escaped, so any
 title, id or condition renders safely.
+
+A picture with ``states`` is a picture of one instance, meant to be read without this page: it
+also names the actor of each human node (its ``actor`` meta, ``for manager``), draws the path
+taken as thick green links — every link from a completed node (or from the start node, once
+anything has a state) to a node that was reached — and carries a legend, titled with
+``instance_id`` when given.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ _STATE_STYLES: dict[int, tuple[str, str, str]] = {
     1002: ("completed", "#b7e4c7", "#2f855a"),
     1003: ("terminated", "#f5b7b1", "#c53030"),
 }
+_COMPLETED = 1002
+_PATH_COLOUR = "#2f855a"
+_ACTOR_KEY = "actor"
 _GATEWAYS = (NodeType.EXCLUSIVE, NodeType.INCLUSIVE, NodeType.PARALLEL)
 _MERMAID_SHAPES: dict[NodeType, tuple[str, str]] = {
     NodeType.START: ("([", "])"),
@@ -53,11 +62,15 @@ _MERMAID_ENTITIES = (
 )
 
 
-def graph_to_mermaid(graph: Graph, states: Mapping[str, int] | None = None) -> str:
-    """A Mermaid ``flowchart TD``; ``states`` (node id -> TaskState code) adds colour classes."""
+def graph_to_mermaid(
+    graph: Graph, states: Mapping[str, int] | None = None, *, instance_id: str | None = None
+) -> str:
+    """A Mermaid ``flowchart TD``; ``states`` (node id -> TaskState code) makes it a picture of
+    one instance: colour classes, actors, the path taken and a legend naming ``instance_id``."""
     ids = _MermaidIds()
+    actors = states is not None
     lines = ["flowchart TD"]
-    lines += [f"    {ids.of(n.id)}{_mermaid_shape(n)}" for n in graph.nodes.values()]
+    lines += [f"    {ids.of(n.id)}{_mermaid_shape(n, actors)}" for n in graph.nodes.values()]
     for missing in _missing_targets(graph):
         lines.append(f'    {ids.of(missing)}["{_mermaid_text(missing)} (missing)"]')
     for link in graph.links:
@@ -70,27 +83,40 @@ def graph_to_mermaid(graph: Graph, states: Mapping[str, int] | None = None) -> s
         lines.append(f"    class {','.join(ids.of(m) for m in missing_ids)} missing")
     if states is not None:
         lines += _mermaid_states(graph, states, ids)
+        lines += _mermaid_path(graph, states)
+        lines += _mermaid_legend(graph, instance_id)
     return "\n".join(lines) + "\n"
 
 
-def graph_to_dot(graph: Graph, states: Mapping[str, int] | None = None) -> str:
-    """A Graphviz ``digraph`` (render with ``dot -Tsvg``); ``states`` fills nodes by state."""
+def graph_to_dot(
+    graph: Graph, states: Mapping[str, int] | None = None, *, instance_id: str | None = None
+) -> str:
+    """A Graphviz ``digraph`` (render with ``dot -Tsvg``); ``states`` makes it a picture of one
+    instance: nodes filled by state, actors, the path taken and a legend naming ``instance_id``."""
+    title = graph.title if instance_id is None else f"{graph.title}\ninstance {instance_id}"
     lines = [
         f"digraph {_dot_text(graph.id)} {{",
-        f"    label={_dot_text(graph.title)};",
+        f"    label={_dot_text(title)};",
         "    labelloc=t;",
         '    fontname="Helvetica";',
         '    node [fontname="Helvetica"];',
         '    edge [fontname="Helvetica"];',
     ]
-    lines += [_dot_node(n, (states or {}).get(n.id)) for n in graph.nodes.values()]
+    actors = states is not None
+    lines += [_dot_node(n, (states or {}).get(n.id), actors) for n in graph.nodes.values()]
     for missing in _missing_targets(graph):
         label = _dot_text(f"{missing} (missing)")
         lines.append(f"    {_dot_text(missing)} [label={label}, shape=box, style=dashed];")
+    taken = _path_taken(graph, states) if states is not None else set()
     for link in graph.links:
         label = _link_label(link)
-        attrs = f" [label={_dot_text(label)}]" if label else ""
-        lines.append(f"    {_dot_text(link.prev_id)} -> {_dot_text(link.next_id)}{attrs};")
+        attrs = [f"label={_dot_text(label)}"] if label else []
+        if (link.prev_id, link.next_id) in taken:
+            attrs += ["penwidth=3", f'color="{_PATH_COLOUR}"']
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"    {_dot_text(link.prev_id)} -> {_dot_text(link.next_id)}{suffix};")
+    if states is not None:
+        lines += _dot_legend(graph, instance_id)
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -98,11 +124,34 @@ def graph_to_dot(graph: Graph, states: Mapping[str, int] | None = None) -> str:
 # -- shared -----------------------------------------------------------------------------
 
 
-def _node_label(node: Node) -> str:
+def _node_label(node: Node, actors: bool = False) -> str:
     if node.type in _GATEWAYS or node.type == NodeType.LOOP:
         kind = node.type.name.lower()
-        return f"{node.title} ({kind})" if node.title else kind
-    return node.title or node.id
+        label = f"{node.title} ({kind})" if node.title else kind
+    else:
+        label = node.title or node.id
+    actor = node.meta_as_str(_ACTOR_KEY) if actors else None
+    return f"{label} (for {actor})" if actor else label
+
+
+def _path_taken(graph: Graph, states: Mapping[str, int]) -> set[tuple[str, str]]:
+    """``(prev, next)`` of the links the instance went along (see the module docstring)."""
+    reached = {n for n in graph.nodes if states.get(n) in _STATE_STYLES}
+    if not reached:
+        return set()
+    passed = {node_id for node_id in reached if states[node_id] == _COMPLETED}
+    passed.add(graph.start.id)
+    return {
+        (link.prev_id, link.next_id)
+        for link in graph.links
+        if link.prev_id in passed and (link.next_id in reached or link.next_id in passed)
+    }
+
+
+def _legend_entries() -> list[tuple[str, str]]:
+    """``(name, text)`` of the legend: the three states, then plain nodes."""
+    entries = [(name, name) for name, _, _ in _STATE_STYLES.values()]
+    return [*entries, ("open", "not reached")]
 
 
 def _link_label(link: Link) -> str:
@@ -157,9 +206,30 @@ def _mermaid_text(text: str) -> str:
     return " ".join(out.split())
 
 
-def _mermaid_shape(node: Node) -> str:
+def _mermaid_shape(node: Node, actors: bool = False) -> str:
     left, right = _MERMAID_SHAPES.get(node.type, ("[", "]"))
-    return f'{left}"{_mermaid_text(_node_label(node))}"{right}'
+    return f'{left}"{_mermaid_text(_node_label(node, actors))}"{right}'
+
+
+def _mermaid_path(graph: Graph, states: Mapping[str, int]) -> list[str]:
+    taken = _path_taken(graph, states)
+    indexes = [
+        str(i) for i, link in enumerate(graph.links) if (link.prev_id, link.next_id) in taken
+    ]
+    if not indexes:
+        return []
+    return [f"    linkStyle {','.join(indexes)} stroke:{_PATH_COLOUR},stroke-width:4px"]
+
+
+def _mermaid_legend(graph: Graph, instance_id: str | None) -> list[str]:
+    """A legend box (Mermaid ids ``legend*`` never clash with node ids, which are ``n_*``)."""
+    title = f"instance {instance_id}" if instance_id is not None else "legend"
+    lines = [f'    subgraph legend["{_mermaid_text(title)}"]', "        direction LR"]
+    lines += [f'        legend_{name}["{text}"]' for name, text in _legend_entries()]
+    lines.append('        legend_path["thick green links: the path taken"]')
+    lines.append("    end")
+    lines += [f"    class legend_{name} {name}" for name, _, _ in _STATE_STYLES.values()]
+    return lines
 
 
 def _mermaid_states(graph: Graph, states: Mapping[str, int], ids: _MermaidIds) -> list[str]:
@@ -184,10 +254,10 @@ def _dot_text(text: str) -> str:
     return f'"{escaped}"'
 
 
-def _dot_node(node: Node, state: int | None) -> str:
+def _dot_node(node: Node, state: int | None, actors: bool = False) -> str:
     shape = _DOT_SHAPES.get(node.type, "box")
     styles = ["rounded"] if shape == "box" else []
-    attrs = [f"label={_dot_text(_node_label(node))}", f"shape={shape}"]
+    attrs = [f"label={_dot_text(_node_label(node, actors))}", f"shape={shape}"]
     style = _STATE_STYLES.get(state) if state is not None else None
     if style is not None:
         styles.append("filled")
@@ -195,3 +265,34 @@ def _dot_node(node: Node, state: int | None) -> str:
     if styles:
         attrs.append(f'style="{",".join(styles)}"')
     return f"    {_dot_text(node.id)} [{', '.join(attrs)}];"
+
+
+def _dot_legend(graph: Graph, instance_id: str | None) -> list[str]:
+    """A legend cluster; its node ids are chosen so that no graph node has them."""
+    prefix = "legend:"
+    while any(node_id.startswith(prefix) for node_id in graph.nodes) or any(
+        target.startswith(prefix) for target in _missing_targets(graph)
+    ):
+        prefix = "_" + prefix
+    title = f"instance {instance_id}" if instance_id is not None else "legend"
+    lines = [
+        "    subgraph cluster_legend {",
+        f"        label={_dot_text(title)};",
+        '        style="dashed";',
+    ]
+    for name, text in _legend_entries():
+        style = next((s for s in _STATE_STYLES.values() if s[0] == name), None)
+        attrs = [f"label={_dot_text(text)}", "shape=box"]
+        if style is not None:
+            attrs += ['style="rounded,filled"', f'fillcolor="{style[1]}"', f'color="{style[2]}"']
+        else:
+            attrs.append('style="rounded"')
+        lines.append(f"        {_dot_text(prefix + name)} [{', '.join(attrs)}];")
+    start, end = _dot_text(prefix + "path_from"), _dot_text(prefix + "path_to")
+    lines += [
+        f'        {start} [label="", shape=point];',
+        f'        {end} [label="path taken", shape=plaintext];',
+        f'        {start} -> {end} [penwidth=3, color="{_PATH_COLOUR}"];',
+        "    }",
+    ]
+    return lines

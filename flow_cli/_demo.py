@@ -215,10 +215,10 @@ def write_pictures(session: Session, instance_id: str, out_dir: Path) -> list[Pa
     except OSError as exc:
         raise CliError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
     written = [out_dir / f"{instance_id}.mmd"]
-    write_output(written[0], render_graph(graph, states, "mermaid"))
+    write_output(written[0], render_graph(graph, states, "mermaid", instance_id))
     if dot_program() is not None:
         written.append(out_dir / f"{instance_id}.svg")
-        write_output(written[1], render_graph(graph, states, "svg"))
+        write_output(written[1], render_graph(graph, states, "svg", instance_id))
     return written
 
 

@@ -115,7 +115,7 @@ def run_render(args: argparse.Namespace) -> int:
             graph, states = session.picture_states(args.instance, graph)
     if graph is None:  # unreachable: one of GRAPH / --instance was checked above
         raise CliError("no graph to draw")
-    data = render_graph(graph, states, fmt)
+    data = render_graph(graph, states, fmt, args.instance)
     if args.output is None:
         sys.stdout.write(data.decode("utf-8"))
     else:
@@ -139,13 +139,16 @@ def load_graph(path: str, *, strict: bool = False) -> Graph:
         raise CliError(message if message.startswith(path) else f"{path}: {message}") from exc
 
 
-def render_graph(graph: Graph, states: Mapping[str, int] | None, fmt: str) -> bytes:
-    """``graph`` drawn in ``fmt`` (mermaid, dot, svg or png) as bytes."""
+def render_graph(
+    graph: Graph, states: Mapping[str, int] | None, fmt: str, instance_id: str | None = None
+) -> bytes:
+    """``graph`` drawn in ``fmt`` (mermaid, dot, svg or png) as bytes; with ``states``, the
+    picture of instance ``instance_id`` (legend, actors, path taken)."""
     from flow.render import graph_to_dot, graph_to_mermaid
 
     if fmt == "mermaid":
-        return graph_to_mermaid(graph, states).encode("utf-8")
-    dot_text = graph_to_dot(graph, states)
+        return graph_to_mermaid(graph, states, instance_id=instance_id).encode("utf-8")
+    dot_text = graph_to_dot(graph, states, instance_id=instance_id)
     if fmt == "dot":
         return dot_text.encode("utf-8")
     return run_dot(dot_text, fmt)

@@ -86,6 +86,9 @@ def test_render_instance_colours_the_waiting_task(flow: Flow, migrated: str) -> 
     assert result.code == 0, result.err
     assert "class n_manager waiting" in result.out
     assert "class n_apply,n_amount completed" in result.out
+    assert 'subgraph legend["instance pic-1"]' in result.out
+    assert 'n_manager["Manager approval (for manager)"]' in result.out
+    assert "    linkStyle 0,1,3 stroke:#2f855a" in result.out  # start-apply-amount-manager
 
 
 def test_submit_by_the_wrong_actor_is_refused_in_one_line(flow: Flow, migrated: str) -> None:

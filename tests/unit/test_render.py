@@ -139,7 +139,8 @@ def test_mermaid_draws_links_to_unknown_nodes_as_missing() -> None:
 
 def test_mermaid_states_ignore_unknown_codes_and_nodes() -> None:
     text = one_node("activity").to_mermaid({"x": 0, "s": 77, "nowhere": 1001})
-    assert "    class " not in text and "classDef waiting" in text
+    assert "    class n_" not in text and "classDef waiting" in text
+    assert "linkStyle" not in text  # nothing was reached: no path
 
 
 # -- dot ------------------------------------------------------------------------------------
@@ -169,3 +170,45 @@ def test_dot_with_awkward_text_is_accepted_by_graphviz() -> None:
         ["dot", "-Tsvg"], input=source, capture_output=True, text=True, check=False, timeout=30
     )
     assert result.returncode == 0, result.stderr
+
+
+# -- pictures of one instance: legend, instance id, actors, path taken ----------------------
+_WAITING_FOR_MANAGER = {"apply": 1002, "gw": 1002, "manager": 1001}  # start is never stored
+
+
+def test_instance_picture_has_a_legend_titled_with_the_instance(oa: Graph) -> None:
+    text = graph_to_mermaid(oa, _WAITING_FOR_MANAGER, instance_id="oa-7")
+    assert '    subgraph legend["instance oa-7"]\n' in text
+    for entry in ("waiting", "completed", "terminated", "not reached", "the path taken"):
+        assert f'{entry}"]' in text
+    dot = graph_to_dot(oa, _WAITING_FOR_MANAGER, instance_id="oa-7")
+    assert '    label="OA approval\\ninstance oa-7";' in dot
+    assert "subgraph cluster_legend {" in dot and 'label="instance oa-7";' in dot
+
+
+def test_instance_picture_names_the_actor_of_each_human_node(oa: Graph) -> None:
+    text = graph_to_mermaid(oa, _WAITING_FOR_MANAGER)
+    assert 'n_manager["Manager approval (for manager)"]' in text
+    assert 'n_apply["Apply (for employee)"]' in text
+    assert 'n_gw{"Amount? (exclusive)"}' in text  # no actor, no suffix
+    assert "(for " not in graph_to_mermaid(oa)  # a graph picture stays as it was
+
+
+def test_instance_picture_draws_the_path_taken_and_only_it(oa: Graph) -> None:
+    text = graph_to_mermaid(oa, _WAITING_FOR_MANAGER)
+    links = [(link.prev_id, link.next_id) for link in oa.links]
+    taken = [links.index(pair) for pair in (("start", "apply"), ("apply", "gw"), ("gw", "manager"))]
+    assert f"    linkStyle {','.join(map(str, sorted(taken)))} stroke:#2f855a" in text
+    dot = graph_to_dot(oa, _WAITING_FOR_MANAGER)
+    assert '"gw" -> "manager" [label="small: amount < 5000", penwidth=3' in dot
+    assert '"gw" -> "director" [label="default"];' in dot
+    assert '"manager" -> "end";' in dot
+
+
+def test_dot_legend_ids_never_clash_with_node_ids() -> None:
+    g = Graph.from_text(
+        "id: g\nlayout: [{id: s, type: start, link: 'legend:waiting'}, {id: 'legend:waiting'}]"
+    )
+    dot = graph_to_dot(g, {"legend:waiting": 1001})
+    assert '"_legend:waiting" [label="waiting"' in dot
+    assert dot.count('\n    "legend:waiting" [') == 1
