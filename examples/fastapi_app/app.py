@@ -1,14 +1,6 @@
 """An expense-approval service: FastAPI + flow + flow_sqla, one transaction per request.
 
-Run it (from the repository root)::
-
-    pip install uvicorn
-    export FLOW_DATABASE_URL=sqlite:///approvals.sqlite   # any SQLAlchemy URL
-    uvicorn --factory examples.fastapi_app.app:create_app
-
-Endpoints: ``POST /expenses`` (the employee files one; header ``X-Actor``), ``GET
-/expenses/{id}``, ``GET /expenses/{id}/tasks``, ``POST /expenses/{id}/decisions``
-(``approve`` / ``send_back`` / ``reject`` with a message) and ``GET /expenses/{id}/history``.
+How to run and try it: ``examples/fastapi_app/README.md``.
 
 Each request that changes something is one unit of work run by
 ``flow_sqla.run_in_transaction``: a connection from ``engine.begin()`` goes into
