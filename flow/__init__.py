@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flow.codec import decode, encode, is_representable
+from flow.codec import CodecLimits, decode, encode, is_representable
 from flow.container import ConditionComponent, Container, MapContainer, TaskComponent
 from flow.context import FlowContext, NonSerializable
 from flow.driver import FlowDriver, SimpleFlowDriver
@@ -10,6 +10,7 @@ from flow.engine import FlowEngine
 from flow.errors import (
     ComponentNotFoundError,
     ConditionError,
+    ContextValueError,
     ExpressionError,
     FlowError,
     GraphDefinitionError,
@@ -32,10 +33,12 @@ from flow.trace import FlowTrace, NodeRecord
 # - The workflow names (TaskState, WorkflowExecutor, ...) live in the `flow.workflow` package.
 
 __all__ = [
+    "CodecLimits",
     "ComponentNotFoundError",
     "ConditionComponent",
     "ConditionError",
     "Container",
+    "ContextValueError",
     "Evaluation",
     "ExpressionError",
     "FlowContext",

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from flow import codec
-from flow.errors import SnapshotError
+from flow.errors import ContextValueError, SnapshotError
 from flow.node_type import NodeType
 from flow.trace import FlowTrace, NodeRecord
 
@@ -121,23 +121,35 @@ class FlowContext:
         return self.trace.last_node_id()
 
     # -- snapshots ---------------------------------------------------------------------
-    def ser_data(self) -> dict[str, Any]:
+    def ser_data(self, *, limits: codec.CodecLimits = codec.DEFAULT_LIMITS) -> dict[str, Any]:
         """The entries a snapshot keeps: not ``"context"``, not :class:`NonSerializable`
-        instances, only string keys and values :mod:`flow.codec` can represent."""
-        plain = codec.PLAIN_TYPES
-        return {
-            key: value
-            for key, value in self.data.items()
-            if key != _SELF_KEY
-            and isinstance(key, str)
-            and (
-                type(value) in plain
-                or (not isinstance(value, NonSerializable) and codec.is_representable(value))
-            )
-        }
+        instances, only string keys and values :mod:`flow.codec` can represent within
+        ``limits``."""
+        return {key: self.data[key] for key in self._encoded_data(codec.Encoder(limits))}
 
-    def to_json(self) -> str:
-        """The solon-flow 4.x snapshot shape: ``{"stopped", "data", "trace"}``."""
+    def _encoded_data(self, encoder: codec.Encoder) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in self.data.items():
+            if key == _SELF_KEY or not isinstance(key, str) or codec.has_lone_surrogate(key):
+                continue
+            if isinstance(value, NonSerializable):
+                continue
+            try:
+                out[key] = encoder.value(value, key)
+            except ContextValueError:
+                continue  # left out of the snapshot, as the API promises
+        return out
+
+    def to_json(
+        self, *, plain_json: bool = False, limits: codec.CodecLimits = codec.DEFAULT_LIMITS
+    ) -> str:
+        """The snapshot in the Go port's shape, ``{"stopped", "vars", "trace": {"rootGraphId",
+        "last"}}`` (:meth:`from_json` also reads the Java 4.x ``data``/``lastRecords``).
+
+        Values the codec cannot represent within ``limits`` are left out; ``plain_json``
+        writes dates, decimals and UUIDs as plain strings. Raises :class:`SnapshotError` when
+        the snapshot exceeds ``limits.max_bytes``.
+        """
         records = {
             gid: {
                 "graphId": r.graph_id,
@@ -148,30 +160,35 @@ class FlowContext:
             }
             for gid, r in self.trace.records.items()
         }
+        encoder = codec.Encoder(limits, plain_json=plain_json)
         doc = {
             "stopped": self._stopped,
-            "data": codec.encode(self.ser_data()),
-            "trace": {"rootGraphId": self.trace.root_graph_id, "lastRecords": records},
+            "vars": self._encoded_data(encoder),
+            "trace": {"rootGraphId": self.trace.root_graph_id, "last": records},
         }
-        return json.dumps(doc, ensure_ascii=False)
+        text = json.dumps(doc, ensure_ascii=False)
+        if len(text) * 4 > limits.max_bytes and (size := len(text.encode())) > limits.max_bytes:
+            raise SnapshotError(
+                f"Context snapshot of {size} bytes exceeds the limit of {limits.max_bytes}",
+                instance_id=self.instance_id,
+            )
+        return text
 
     @classmethod
     def from_json(cls, text: str | bytes, *, connection: Any = None) -> FlowContext:
-        """Rebuild a context from :meth:`to_json` output, the older ``vars`` key, or the Go
-        port's shape (``vars`` / ``trace.last``). Raises :class:`SnapshotError` on anything else."""
+        """Rebuild a context from :meth:`to_json` output, the Java 4.x shape (``data`` /
+        ``trace.lastRecords``) or the Go port's (``vars`` / ``trace.last``). Raises
+        :class:`SnapshotError` on anything else, including JSON nested too deeply to read."""
         try:
             doc = json.loads(text)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise SnapshotError(f"Context snapshot is not valid JSON: {exc}") from exc
         if not isinstance(doc, dict):
             raise SnapshotError("Context snapshot must be a JSON object")
-        data = doc.get("data", doc.get("vars")) or {}
+        data = (doc["vars"] if "vars" in doc else doc.get("data")) or {}
         if not isinstance(data, dict):
-            raise SnapshotError("Context snapshot 'data' must be an object")
-        try:
-            values = codec.decode(data)
-        except ValueError as exc:
-            raise SnapshotError(f"Context snapshot data cannot be decoded: {exc}") from exc
+            raise SnapshotError("Context snapshot 'vars' must be an object")
+        values = codec.decode(data)
         instance_id = values.pop(_ID_KEY, None)
         values.pop(_SELF_KEY, None)
         ctx = cls(instance_id if isinstance(instance_id, str) else None, connection=connection)
@@ -219,9 +236,9 @@ def _load_trace(trace: FlowTrace, doc: Any) -> None:
     root = doc.get("rootGraphId")
     if root is not None and not isinstance(root, str):
         raise SnapshotError("Context snapshot 'trace.rootGraphId' must be a string")
-    records = doc.get("lastRecords", doc.get("last")) or {}
+    records = (doc["last"] if "last" in doc else doc.get("lastRecords")) or {}
     if not isinstance(records, dict):
-        raise SnapshotError("Context snapshot 'trace.lastRecords' must be an object")
+        raise SnapshotError("Context snapshot 'trace.last' must be an object")
     for graph_id, item in records.items():
         trace.put_record(_record(graph_id, item))
     trace.root_graph_id = root

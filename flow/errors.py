@@ -171,9 +171,17 @@ class SnapshotError(FlowError):
         super().__init__(message)
 
 
+class ContextValueError(SnapshotError, TypeError):
+    """A context value cannot be stored: a type JSON has no form for, a non-string key, text
+    with lone surrogates, or a value past a codec limit (nesting depth — cycles included —,
+    integer digits, JSON size; see ``docs/limits.md``). Nothing was written. Also a
+    ``TypeError``, which :func:`flow.codec.encode` raised before these limits existed."""
+
+
 __all__ = [
     "ComponentNotFoundError",
     "ConditionError",
+    "ContextValueError",
     "ExpressionError",
     "FlowError",
     "GraphDefinitionError",

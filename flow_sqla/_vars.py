@@ -11,14 +11,17 @@ columns hold the same shape. Three kinds of entries:
 * **stored through** :mod:`flow.codec`: JSON scalars, lists, tuples, string-keyed dicts,
   ``datetime``/``date``/``time``, ``Decimal``, ``UUID`` and enum members (stored as their value).
 * **rejected**: data the codec cannot represent — ``bytes``, sets, ``NaN``/``inf``, dicts with
-  non-string keys, containers holding anything unrepresentable. Such a value raises
-  :class:`~flow.errors.SnapshotError` naming the instance and the key *before* anything is
-  written; it is never silently stringified or dropped.
+  non-string keys, text with lone surrogates, containers holding anything unrepresentable —
+  and data past the codec's limits (nesting depth and cycles, integer digits, document size).
+  Such a value raises :class:`~flow.errors.ContextValueError` (a ``SnapshotError``) naming the
+  instance and the key *before* anything is written; it is never silently stringified or
+  dropped.
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping
 from datetime import date, time
 from decimal import Decimal
@@ -27,7 +30,7 @@ from uuid import UUID
 
 from flow import codec
 from flow.context import FlowContext, NonSerializable
-from flow.errors import SnapshotError
+from flow.errors import ContextValueError, SnapshotError
 from flow_sqla._rows import parse_vars
 
 #: Keys that are never stored whatever the configuration: the id, the context itself and the
@@ -75,49 +78,91 @@ _DATA_TYPES: tuple[type, ...] = (
 
 
 class VarsPolicy:
-    """The set of keys never stored, plus the encode/decode of one ``vars`` document."""
+    """The set of keys never stored, plus the encode/decode of one ``vars`` document.
 
-    __slots__ = ("excluded",)
+    ``limits`` bound what is written (:class:`flow.codec.CodecLimits`); ``plain_json`` writes
+    dates, times, decimals and UUIDs as plain strings (they read back as ``str``).
+    """
 
-    def __init__(self, identity_keys: Iterable[str] | None = None) -> None:
+    __slots__ = ("_fast_int", "excluded", "limits", "plain_json")
+
+    def __init__(
+        self,
+        identity_keys: Iterable[str] | None = None,
+        *,
+        limits: codec.CodecLimits | None = None,
+        plain_json: bool = False,
+    ) -> None:
         keys = DEFAULT_IDENTITY_KEYS if identity_keys is None else frozenset(identity_keys)
         self.excluded: frozenset[str] = ALWAYS_EXCLUDED | keys
+        self.limits: codec.CodecLimits = limits or codec.DEFAULT_LIMITS
+        self.plain_json = plain_json
+        self._fast_int = codec.fast_int_bound(self.limits)
 
     def encode(self, instance_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON-ready form of the storable entries of ``data``.
 
-        Raises :class:`SnapshotError` naming ``instance_id`` and the key when a data value
-        cannot be represented.
+        Raises :class:`ContextValueError` naming ``instance_id`` and the key when a data value
+        cannot be represented within the limits, or the whole document is too large.
         """
         out: dict[str, Any] = {}
         excluded = self.excluded
+        encoder: codec.Encoder | None = None
+        size = 2
+        fast_int = self._fast_int
         for key, value in data.items():
             if value is None or key in excluded:
                 continue
-            if type(value) in codec.PLAIN_TYPES and type(key) is str:
-                out[key] = value  # the common case, stored as it is
-                continue
+            kind = type(value)
+            if type(key) is str and key.isascii():  # the common cases, stored as they are
+                if kind is str:
+                    if value.isascii() or _SURROGATE.search(value) is None:
+                        out[key] = value
+                        size += len(key) + 6 * len(value) + 6
+                        continue
+                elif kind is bool or (kind is int and -fast_int < value < fast_int):
+                    out[key] = value
+                    size += len(key) + 24
+                    continue
             if not _is_data(value):
                 continue
-            if not isinstance(key, str):
-                raise SnapshotError(
-                    f"Context variable {key!r} cannot be stored: keys must be strings",
-                    instance_id=instance_id,
-                )
-            try:
-                out[key] = codec.encode(value, key)
-            except TypeError as exc:
-                raise SnapshotError(
-                    f"Context variable {key!r} cannot be stored: {exc}", instance_id=instance_id
-                ) from exc
+            if encoder is None:
+                encoder = codec.Encoder(self.limits, plain_json=self.plain_json)
+            out[key] = self._entry(encoder, instance_id, key, value)
+        if encoder is not None:
+            size += encoder.estimate
+        limit = self.limits.max_bytes
+        if size > limit and (exact := codec.json_size(out)) > limit:
+            raise ContextValueError(
+                f"The stored variables take {exact} bytes of JSON, over the limit of {limit}",
+                instance_id=instance_id,
+            )
         return out
 
+    def _entry(self, encoder: codec.Encoder, instance_id: str, key: Any, value: Any) -> Any:
+        """One variable's encoded value; the key must be valid text."""
+        if not isinstance(key, str) or codec.has_lone_surrogate(key):
+            raise ContextValueError(
+                f"Context variable {key!r} cannot be stored: keys must be strings of valid"
+                " Unicode text",
+                instance_id=instance_id,
+            )
+        try:
+            return encoder.value(value, key)
+        except ContextValueError as exc:
+            raise ContextValueError(
+                f"Context variable {key!r} cannot be stored: {exc}", instance_id=instance_id
+            ) from None
+
     def check(self, instance_id: str, data: Mapping[str, Any]) -> None:
-        """Raise :class:`SnapshotError` as :meth:`encode` would, without building its result.
+        """Raise :class:`ContextValueError` as :meth:`encode` would, without building its
+        result.
 
         Runs at every state change (so a bad value is rejected before anything is written),
-        hence the shortcut: a context whose values are all of types that can never be
-        rejected (plain scalars, opaque objects) needs no per-entry look."""
+        hence the shortcut: a context whose values are all plain text, integers, booleans or
+        opaque objects needs no per-entry look here. What only those can break — lone
+        surrogates, integer digits, non-string keys, the document size — is checked by
+        :meth:`encode`, which the repository and the recorder run before their statements."""
         if _NEVER_REJECTED.issuperset(map(type, data.values())):
             return
         if not all(_never_rejected(kind) for kind in set(map(type, data.values()))):
@@ -127,27 +172,31 @@ class VarsPolicy:
         """The Python values of a stored ``vars`` document (``None`` reads as empty).
 
         Identity keys written by other implementations are dropped so they never overwrite the
-        current actor. Raises :class:`SnapshotError` when ``raw`` is not an object or a tagged
-        value does not parse.
+        current actor. Raises :class:`SnapshotError` when ``raw`` is not an object or is nested
+        too deeply to walk.
         """
         try:
             values: dict[str, Any] = codec.decode(parse_vars(instance_id, raw))
-        except ValueError as exc:
-            raise SnapshotError(
-                f"Stored vars cannot be decoded: {exc}", instance_id=instance_id
-            ) from exc
+        except SnapshotError as exc:
+            if exc.instance_id is not None:
+                raise
+            raise SnapshotError(str(exc), instance_id=instance_id) from None
         excluded = self.excluded
         return {k: v for k, v in values.items() if k not in excluded and v is not None}
 
 
-#: Value types :meth:`VarsPolicy.check` has found can never be rejected (grows as it learns).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: Value types :meth:`VarsPolicy.check` leaves to :meth:`VarsPolicy.encode` (grows as it
+#: learns): the plain scalars, whose few failure modes ``encode`` checks at the write, and
+#: opaque objects, which are never stored.
 _NEVER_REJECTED: set[type] = set(codec.PLAIN_TYPES)
 
 
 def _never_rejected(kind: type) -> bool:
-    """True for a type whose values are stored as they are or left out, never rejected:
-    the plain scalars and opaque objects (remembered); false for floats (NaN), containers
-    and every other type the codec looks into."""
+    """True for a type whose values need no walk: the plain scalars and opaque objects
+    (remembered); false for floats (NaN), containers and every other type the codec looks
+    into."""
     if kind in _NEVER_REJECTED:
         return True
     if issubclass(kind, NonSerializable) or not issubclass(kind, _DATA_TYPES):

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping
 
+from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
@@ -56,16 +57,24 @@ class TaskHistoryRecorder:
 
     ``record`` issues one ``INSERT`` on ``ctx.connection`` when it is a SQLAlchemy
     ``Connection`` (the executor's unit of work puts its transaction there), else in its own
-    ``engine.begin()``; no generated key is fetched back. ``bind`` is an ``Engine`` or a URL.
+    ``engine.begin()``; no generated key is fetched back. ``bind`` is an ``Engine`` or a URL;
+    ``plain_json`` and ``limits`` encode ``variables`` as :class:`SqlStateRepository` does.
     """
 
-    def __init__(self, bind: Engine | str, tables: FlowTables | None = None) -> None:
+    def __init__(
+        self,
+        bind: Engine | str,
+        tables: FlowTables | None = None,
+        *,
+        plain_json: bool = False,
+        limits: CodecLimits | None = None,
+    ) -> None:
         self.engine: Engine = engine_for(bind)
         self.tables = tables or FlowTables()
         self._table = self.tables.task
         self._dialect = DialectOps(self.engine.dialect, self.tables)
         # Filtered like the repository's vars, as the Go plugin filters them.
-        self._vars = VarsPolicy()
+        self._vars = VarsPolicy(limits=limits, plain_json=plain_json)
         # ``inline()``: no RETURNING / generated-key fetch after the insert.
         self._insert = self._table.insert().inline()
         self._inserts: dict[tuple[str, ...], sa.Insert] = {}

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
+from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
 from flow.graph import Graph, Node
@@ -144,9 +145,11 @@ class SqlStateRepository:
     ``auditor(ctx)`` names who writes (default: the ``auditor``, else ``creator``, else
     ``actor`` variable); ``vars_filter`` lists the identity keys never stored (default
     ``actor``, ``auditor``, ``creator``). ``flow_engine`` resolves a graph stored only as
-    its id (see :class:`Snapshot`); :func:`~flow_sqla.sql_workflow` passes its engine. Raises
-    :class:`RepositoryError` for an unsupported dialect and ``ValueError`` for an unknown
-    cache mode.
+    its id (see :class:`Snapshot`); :func:`~flow_sqla.sql_workflow` passes its engine.
+    ``plain_json=True`` stores dates, times, decimals and UUIDs as plain JSON strings (for Go
+    services; they read back as ``str``); ``limits`` bounds the stored variables
+    (:class:`flow.codec.CodecLimits`). Raises :class:`RepositoryError` for an unsupported
+    dialect and ``ValueError`` for an unknown cache mode.
     """
 
     def __init__(
@@ -158,6 +161,8 @@ class SqlStateRepository:
         auditor: Auditor | None = None,
         vars_filter: Iterable[str] | None = None,
         flow_engine: FlowEngine | None = None,
+        plain_json: bool = False,
+        limits: CodecLimits | None = None,
     ) -> None:
         if cache not in ("operation", "process"):
             raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
@@ -166,7 +171,7 @@ class SqlStateRepository:
         self.cache_mode: CacheMode = cache
         self._dialect = DialectOps(self.engine.dialect, self.tables)
         self._auditor: Auditor = auditor or default_auditor
-        self._vars = VarsPolicy(vars_filter)
+        self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
         self.flow_engine = flow_engine
         self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
         self._cache: BoundedMap[StoredRow] | None = (
@@ -391,7 +396,7 @@ class SqlStateRepository:
         result = conn.execute(stmt, params)
         try:
             row = result.first()
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
             raise SnapshotError(
                 f"The stored row is not valid JSON: {exc}", instance_id=instance_id
             ) from exc

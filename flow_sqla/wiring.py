@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
+from flow.codec import CodecLimits
 from flow.workflow.executor import WorkflowExecutor
 from flow_sqla._engine import engine_for
 from flow_sqla.history import TaskHistoryRecorder
@@ -24,18 +25,26 @@ def sql_workflow(
     state_controller: StateController | None = None,
     tables: FlowTables | None = None,
     cache: CacheMode = "operation",
+    plain_json: bool = False,
+    limits: CodecLimits | None = None,
 ) -> WorkflowExecutor:
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
     ``bind`` is a URL), so a submit's state change and history row share one transaction.
-    The repository resolves graphs stored only as their id through ``engine``."""
+    The repository resolves graphs stored only as their id through ``engine``.
+
+    ``plain_json=True`` stores dates, times, decimals and UUIDs as plain JSON strings in both
+    tables (for fleets shared with Go services; such values read back as ``str``); ``limits``
+    bounds the stored variables (:class:`flow.codec.CodecLimits`)."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
         engine,
         state_controller,
-        SqlStateRepository(db, tables, cache=cache, flow_engine=engine),
-        recorder=TaskHistoryRecorder(db, tables),
+        SqlStateRepository(
+            db, tables, cache=cache, flow_engine=engine, plain_json=plain_json, limits=limits
+        ),
+        recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits),
     )
 
 

@@ -135,16 +135,17 @@ def test_ser_data_leaves_out_non_string_keys() -> None:
     assert "1" not in ctx.to_json()
 
 
-def test_to_json_has_the_java_4x_shape() -> None:
+def test_to_json_has_the_go_port_shape() -> None:
     graph = _graph()
     ctx = FlowContext.of("i").put("amount", 5)
     ctx.trace.record_node(graph, graph.get_node_or_throw("a"))
     doc = json.loads(ctx.to_json())
-    assert set(doc) == {"stopped", "data", "trace"}
+    assert set(doc) == {"stopped", "vars", "trace"}
     assert doc["stopped"] is False
-    assert doc["data"] == {"instanceId": "i", "amount": 5}
+    assert doc["vars"] == {"instanceId": "i", "amount": 5}
+    assert set(doc["trace"]) == {"rootGraphId", "last"}
     assert doc["trace"]["rootGraphId"] == "g"
-    record = doc["trace"]["lastRecords"]["g"]
+    record = doc["trace"]["last"]["g"]
     assert {k: record[k] for k in ("graphId", "id", "title", "type")} == {
         "graphId": "g",
         "id": "a",
@@ -182,6 +183,21 @@ def test_from_json_round_trips_data_trace_and_stopped_flag() -> None:
     assert restored.last_record is not None and restored.last_record.type == NodeType.ACTIVITY
 
 
+def test_from_json_accepts_the_java_4x_shape() -> None:
+    text = json.dumps(
+        {
+            "stopped": False,
+            "data": {"instanceId": "x", "a": 1},
+            "trace": {
+                "rootGraphId": "g",
+                "lastRecords": {"g": {"graphId": "g", "id": "a", "type": "ACTIVITY"}},
+            },
+        }
+    )
+    restored = FlowContext.from_json(text)
+    assert (restored.instance_id, restored.get("a"), restored.last_node_id) == ("x", 1, "a")
+
+
 def test_from_json_accepts_the_older_vars_key() -> None:
     restored = FlowContext.from_json('{"stopped": false, "vars": {"instanceId": "x", "a": 1}}')
     assert (restored.instance_id, restored.get("a")) == ("x", 1)
@@ -211,7 +227,10 @@ def test_from_json_accepts_the_go_port_shape() -> None:
         '{"data": [1]}',
         '{"data": {}, "trace": []}',
         '{"data": {}, "trace": {"lastRecords": {"g": {"title": "no id"}}}}',
-        '{"data": {"d": {"$date": "not-a-date"}}}',
+        '{"vars": {"a": 1}, "trace": {"last": {"g": {"title": "no id"}}}}',
+        "[" * 5000 + "]" * 5000,
+        '{"vars": {"deep": ' + "[" * 5000 + "]" * 5000 + "}}",
+        '{"vars": {"big": ' + "9" * 5000 + "}}",
     ],
 )
 def test_from_json_rejects_undecodable_text_or_wrong_shapes(text: str) -> None:
