@@ -79,14 +79,15 @@ class CodecLimits:
     """Bounds on what :func:`encode` writes (see ``docs/limits.md``).
 
     ``max_depth``: lists/objects nested in one encoded value, tag and escape objects included
-    (31 keeps a ``vars`` document within MariaDB's JSON depth of 32; a cyclic structure hits it
-    at once). ``max_int_digits``: decimal digits of an integer (Python's own int/str limit).
+    (30 keeps a ``vars`` document within MariaDB's JSON depth of 32, which counts the object
+    itself and the scalar leaves as levels; a cyclic structure hits it at once).
+    ``max_int_digits``: decimal digits of an integer (Python's own int/str limit).
     ``max_bytes``: UTF-8 size of the compact JSON of one encoded document (a variable set or a
     snapshot). Raises ``ValueError`` for a limit below 1 or a depth above 200 (deeper would
     reach Python's recursion limit).
     """
 
-    max_depth: int = 31
+    max_depth: int = 30
     max_int_digits: int = 4300
     max_bytes: int = 1_048_576
 

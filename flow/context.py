@@ -128,9 +128,19 @@ class FlowContext:
         return {key: self.data[key] for key in self._encoded_data(codec.Encoder(limits))}
 
     def _encoded_data(self, encoder: codec.Encoder) -> dict[str, Any]:
+        """The encoded form of every entry a snapshot keeps (plain scalars skip the walk)."""
         out: dict[str, Any] = {}
+        fast_int = encoder.fast_int
         for key, value in self.data.items():
             if key == _SELF_KEY or not isinstance(key, str) or codec.has_lone_surrogate(key):
+                continue
+            kind = type(value)
+            if kind is str:
+                if not codec.has_lone_surrogate(value):
+                    out[key] = value
+                continue
+            if kind is bool or value is None or (kind is int and -fast_int < value < fast_int):
+                out[key] = value
                 continue
             if isinstance(value, NonSerializable):
                 continue

@@ -1,0 +1,229 @@
+"""Hostile context values on real databases: a poisoned value never bricks an instance.
+
+Either the value round-trips exactly, or the write is refused with ``ContextValueError``
+naming the instance and the key, nothing is written (states, vars, history, not even a new
+row), and the next call with a clean context works. Rows written before the tag escape, and
+stored JSON nested too deeply to parse, are read or refused with ``SnapshotError``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, count_rows, ctx, executor, flow_engine, migrate, raw_row
+
+from flow import CodecLimits, ContextValueError, SnapshotError
+from flow.workflow import ActorStateController, TaskAction, WorkflowExecutor
+from flow_sqla import SqlStateRepository, TaskHistoryRecorder, sql_workflow
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def _nested(depth: int, leaf: Any = 1) -> Any:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+def _cyclic() -> list[Any]:
+    value: list[Any] = ["x"]
+    value.append(value)
+    return value
+
+
+def _set_vars(db: sa.Engine, instance_id: str, text: str) -> None:
+    with db.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE bpm_flow_repository SET vars = :v WHERE instant_id = :i"),
+            {"v": text, "i": instance_id},
+        )
+
+
+def _workflow(db: sa.Engine, **options: Any) -> WorkflowExecutor:
+    return sql_workflow(db, flow_engine(), state_controller=ActorStateController(), **options)
+
+
+TAG_SHAPED = [
+    {"$decimal": "approx. 12 EUR"},
+    {"$date": "2026-01-02"},
+    {"$datetime": "not a time"},
+    {"$uuid": "x"},
+    {"$dict": {"$time": "03:04"}},
+    {"$ref": [1, {"$date": "2026-13-45"}]},
+    {"note": {"$decimal": "NaN-ish"}, "$date": "x"},
+]
+
+
+@pytest.mark.parametrize("plain_json", [False, True])
+@pytest.mark.parametrize("form", TAG_SHAPED, ids=repr)
+def test_user_dicts_shaped_like_tags_round_trip_and_never_brick(
+    db: sa.Engine, form: Any, plain_json: bool
+) -> None:
+    ex = _workflow(db, plain_json=plain_json)
+    assert approve(ex, "tag-1", "employee", amount=1, form=form)
+    assert approve(ex, "tag-1", "manager")  # the instance goes on for everyone
+    assert SqlStateRepository(db).restore_context("tag-1").get("form") == form
+    history = TaskHistoryRecorder(db).history("tag-1")
+    assert [entry.variables.get("form") for entry in history] == [form, form]
+
+
+def test_rows_written_before_the_escape_read_and_continue(db: sa.Engine) -> None:
+    """An unparseable tag in an old row was a user dict: it reads as that dict, and the
+    instance is no longer bricked."""
+    ex = executor(db)
+    approve(ex, "old-1", "employee", amount=1)
+    _set_vars(db, "old-1", '{"amount": 1, "form": {"$decimal": "approx. 12 EUR"}}')
+    assert approve(ex, "old-1", "manager")
+    assert SqlStateRepository(db).restore_context("old-1").get("form") == {
+        "$decimal": "approx. 12 EUR"
+    }
+
+
+BAD_VALUES: list[Any] = [
+    10**4300,
+    -(10**5000),
+    {"n": [10**4400]},
+    _nested(5000),
+    _nested(31),
+    _cyclic(),
+    "text with a lone \ud800 surrogate",
+    ["ok", {"k": "\udfff"}],
+    {"key \ud83d": 1},
+    {7: "non-string key"},
+    float("nan"),
+    [float("inf")],
+    "x" * 1_100_000,
+]
+
+
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=lambda v: type(v).__name__)
+def test_a_poisoned_submit_is_refused_nothing_is_written_and_the_instance_goes_on(
+    db: sa.Engine, bad: Any
+) -> None:
+    ex = executor(db)
+    approve(ex, "poison-1", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("poison-1", "manager"))
+    before = raw_row(db, "poison-1")
+    # the key is named, except for the size of the whole document
+    with pytest.raises(ContextValueError, match=r"('attachment'.*|bytes of JSON.*)'poison-1'"):
+        ex.submit_task_if_waiting(
+            task, TaskAction.FORWARD, ctx("poison-1", "manager", attachment=bad)
+        )
+    assert raw_row(db, "poison-1") == before
+    assert count_rows(db, "bpm_flow_task", "poison-1") == 1
+    assert approve(ex, "poison-1", "manager")  # a clean context continues the instance
+    assert count_rows(db, "bpm_flow_task", "poison-1") == 2
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [10**4300, _cyclic(), "\ud800", "x" * 1_100_000],
+    ids=["int", "cycle", "surrogate", "size"],
+)
+def test_a_poisoned_first_write_creates_no_row(db: sa.Engine, bad: Any) -> None:
+    ex = executor(db)
+    with pytest.raises(ContextValueError, match="'new-1'"):
+        approve(ex, "new-1", "employee", amount=1, attachment=bad)
+    assert count_rows(db, "bpm_flow_repository", "new-1") == 0
+    assert count_rows(db, "bpm_flow_task", "new-1") == 0
+    assert approve(ex, "new-1", "employee", amount=1)
+
+
+def test_values_at_the_limits_round_trip_on_every_dialect(db: sa.Engine) -> None:
+    """30 levels inside the vars object is the deepest MariaDB's JSON check accepts."""
+    values = {
+        "deep": _nested(30),
+        "deep_date": _nested(29, date(2026, 1, 2)),
+        "deep_escape": _nested(28, {"$ref": "x"}),
+        "long": 10**4300 - 1,
+        "text": "Grüße 👋 \u2028",
+    }
+    ex = executor(db)
+    assert approve(ex, "edge-1", "employee", amount=1, **values)
+    restored = SqlStateRepository(db).restore_context("edge-1")
+    assert {k: restored.get(k) for k in values} == values
+
+
+def test_configured_limits_apply_to_the_repository_and_the_history(db: sa.Engine) -> None:
+    ex = _workflow(db, limits=CodecLimits(max_depth=3, max_bytes=2000))
+    assert approve(ex, "lim-1", "employee", amount=1, items=[[1]])
+    with pytest.raises(ContextValueError, match="'lim-1'"):
+        approve(ex, "lim-1", "manager", items=[[[[1]]]])
+    with pytest.raises(ContextValueError, match="'lim-1'"):
+        approve(ex, "lim-1", "manager", note="x" * 3000)
+    assert approve(ex, "lim-1", "manager")
+
+
+# MariaDB's json_valid CHECK refuses documents deeper than 32 levels: only SQLite and
+# PostgreSQL can hold such a row (written by another service or by hand).
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+@pytest.mark.parametrize(
+    "text",
+    ['{"v": ' + "[" * 5000 + "]" * 5000 + "}", '{"v": ' + '{"a":' * 5000 + "1" + "}" * 5000 + "}"],
+    ids=["lists", "objects"],
+)
+def test_stored_json_nested_too_deeply_raises_snapshot_error_naming_the_instance(
+    db: sa.Engine, text: str
+) -> None:
+    ex = executor(db)
+    approve(ex, "deep-1", "employee", amount=1)
+    _set_vars(db, "deep-1", text)
+    with pytest.raises(SnapshotError, match="'deep-1'"):
+        ex.claim_task("oa", ctx("deep-1", "manager"))
+    with pytest.raises(SnapshotError, match="'deep-1'"):
+        SqlStateRepository(db).restore_context("deep-1")
+    assert approve(ex, "deep-2", "employee", amount=1)  # other instances keep working
+
+
+TYPED = {
+    "when": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+    "day": date(2026, 1, 2),
+    "at": time(3, 4, 5),
+    "price": Decimal("12.50"),
+    "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+}
+PLAIN = {
+    "when": "2026-01-02T03:04:05+00:00",
+    "day": "2026-01-02",
+    "at": "03:04:05",
+    "price": "12.50",
+    "ref": "12345678-1234-5678-1234-567812345678",
+}
+
+
+def test_plain_json_stores_dates_and_decimals_as_strings_in_both_tables(db: sa.Engine) -> None:
+    ex = _workflow(db, plain_json=True)
+    assert approve(ex, "plain-1", "employee", amount=1, **TYPED)
+    row = raw_row(db, "plain-1")
+    assert row is not None
+    assert {k: row["vars"][k] for k in PLAIN} == PLAIN  # what a Go condition sees
+    restored = SqlStateRepository(db).restore_context("plain-1")
+    assert {k: restored.get(k) for k in PLAIN} == PLAIN  # the trade-off: strings come back
+    (entry,) = TaskHistoryRecorder(db).history("plain-1")
+    assert {k: entry.variables[k] for k in PLAIN} == PLAIN
+    with db.connect() as conn:
+        variables = conn.execute(
+            sa.select(sa.column("variables", sa.JSON)).select_from(sa.table("bpm_flow_task"))
+        ).scalar_one()
+    assert {k: variables[k] for k in PLAIN} == PLAIN
+
+
+def test_switching_to_plain_json_reads_tagged_rows_then_rewrites_them_as_strings(
+    db: sa.Engine,
+) -> None:
+    approve(executor(db), "mix-1", "employee", amount=1, **TYPED)
+    plain_repo = SqlStateRepository(db, plain_json=True)
+    restored = plain_repo.restore_context("mix-1")
+    assert {k: restored.get(k) for k in TYPED} == TYPED
+    assert approve(_workflow(db, plain_json=True), "mix-1", "manager")
+    restored = plain_repo.restore_context("mix-1")
+    assert {k: restored.get(k) for k in PLAIN} == PLAIN
