@@ -122,10 +122,25 @@ class FlowContext:
 
     # -- snapshots ---------------------------------------------------------------------
     def ser_data(self, *, limits: codec.CodecLimits = codec.DEFAULT_LIMITS) -> dict[str, Any]:
-        """The entries a snapshot keeps: not ``"context"``, not :class:`NonSerializable`
+        """The entries a history record keeps: not ``"context"``, not :class:`NonSerializable`
         instances, only string keys and values :mod:`flow.codec` can represent within
-        ``limits``."""
-        return {key: self.data[key] for key in self._encoded_data(codec.Encoder(limits))}
+        ``limits``. Plain ``str``/``int``/``bool``/``None`` values are kept as they are (this
+        runs at every submit): their text and digits are checked by whoever encodes them —
+        ``flow_sqla`` refuses the write, :meth:`to_json` leaves them out."""
+        plain = codec.PLAIN_TYPES
+        return {
+            key: value
+            for key, value in self.data.items()
+            if key != _SELF_KEY
+            and isinstance(key, str)
+            and (
+                type(value) in plain
+                or (
+                    not isinstance(value, NonSerializable)
+                    and codec.is_representable(value, limits=limits)
+                )
+            )
+        }
 
     def _encoded_data(self, encoder: codec.Encoder) -> dict[str, Any]:
         """The encoded form of every entry a snapshot keeps (plain scalars skip the walk)."""

@@ -156,28 +156,18 @@ class VarsPolicy:
 
     def check(self, instance_id: str, data: Mapping[str, Any]) -> None:
         """Raise :class:`ContextValueError` as :meth:`encode` would, without building its
-        result (the size of the whole document is left to :meth:`encode`).
+        result.
 
-        Runs at every state change, so a bad value is rejected before anything is written
-        (the history row included), hence the shortcut: an ASCII-keyed entry holding text
-        without surrogates, a small integer, a boolean or an opaque object needs no walk."""
-        fast_int = self._fast_int
-        search = _SURROGATE.search
-        for key, value in data.items():
-            kind = type(value)
-            if type(key) is str and key.isascii():
-                if kind is str:
-                    if value.isascii() or search(value) is None:
-                        continue
-                elif kind is int:
-                    if -fast_int < value < fast_int:
-                        continue
-                elif kind in _NEVER_REJECTED or _never_rejected(kind):
-                    continue
-            elif kind in _NEVER_REJECTED and kind is not bool:  # None or opaque: left out
-                continue
-            if value is not None and key not in self.excluded and _is_data(value):
-                self._entry(codec.Encoder(self.limits), instance_id, key, value)
+        Runs at every state change (so a bad value is rejected before anything is written),
+        hence the shortcut: a context whose values are all plain scalars or opaque objects
+        needs no per-entry look here. What can still be wrong with those — text with lone
+        surrogates, integers past the digit limit, keys that are not valid text — and the size
+        of the whole document are checked by :meth:`encode`, which the repository and the
+        history recorder both run before their statement."""
+        if _NEVER_REJECTED.issuperset(map(type, data.values())):
+            return
+        if not all(_never_rejected(kind) for kind in set(map(type, data.values()))):
+            self.encode(instance_id, data)
 
     def decode(self, instance_id: str, raw: Any) -> dict[str, Any]:
         """The Python values of a stored ``vars`` document (``None`` reads as empty).
@@ -198,15 +188,16 @@ class VarsPolicy:
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-#: Value types :meth:`VarsPolicy.check` has found can never be rejected (grows as it learns):
-#: booleans, ``None`` and opaque objects — not ``str``/``int``, whose values are looked at.
-_NEVER_REJECTED: set[type] = {bool, type(None)}
+#: Value types :meth:`VarsPolicy.check` leaves to :meth:`VarsPolicy.encode` (grows as it
+#: learns): the plain scalars, whose few failure modes ``encode`` checks before any write,
+#: and opaque objects, which are never stored.
+_NEVER_REJECTED: set[type] = set(codec.PLAIN_TYPES)
 
 
 def _never_rejected(kind: type) -> bool:
-    """True for a type whose values are stored as they are or left out, never rejected:
-    booleans, ``None`` and opaque objects (remembered); false for text and integers (looked
-    at), floats (NaN), containers and every other type the codec looks into."""
+    """True for a type whose values need no walk at a state change: the plain scalars and
+    opaque objects (remembered); false for floats (NaN), containers and every other type the
+    codec looks into."""
     if kind in _NEVER_REJECTED:
         return True
     if issubclass(kind, NonSerializable) or not issubclass(kind, _DATA_TYPES):
