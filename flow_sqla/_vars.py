@@ -108,45 +108,59 @@ class VarsPolicy:
         out: dict[str, Any] = {}
         excluded = self.excluded
         encoder: codec.Encoder | None = None
-        size = 2
+        chars = 0  # characters of the plain text values, for the size bound
         fast_int = self._fast_int
         for key, value in data.items():
             if value is None or key in excluded:
                 continue
             kind = type(value)
-            if type(key) is str and key.isascii():  # the common cases, stored as they are
+            if type(key) is str:  # the common cases, stored as they are
                 if kind is str:
                     if value.isascii() or _SURROGATE.search(value) is None:
                         out[key] = value
-                        size += len(key) + 6 * len(value) + 6
+                        chars += len(value)
                         continue
                 elif kind is bool or (kind is int and -fast_int < value < fast_int):
                     out[key] = value
-                    size += len(key) + 24
                     continue
             if not _is_data(value):
                 continue
             if encoder is None:
                 encoder = codec.Encoder(self.limits, plain_json=self.plain_json)
             out[key] = self._entry(encoder, instance_id, key, value)
-        if encoder is not None:
-            size += encoder.estimate
+        if not all(map(str.isascii, out)):  # keys of the common cases, checked at once
+            for key in out:
+                self._check_key(instance_id, key)
+        self._check_size(instance_id, out, chars, encoder)
+        return out
+
+    def _check_size(
+        self, instance_id: str, out: dict[str, Any], chars: int, encoder: codec.Encoder | None
+    ) -> None:
+        """Raise when ``out`` takes more than ``max_bytes`` of JSON; serializes only when an
+        upper bound (6 bytes a character, 30 an entry besides its key) says it might."""
         limit = self.limits.max_bytes
-        if size > limit and (exact := codec.json_size(out)) > limit:
+        bound = 6 * (chars + sum(map(len, out))) + 30 * len(out) + 2
+        if encoder is not None:
+            bound += encoder.estimate
+        if bound > limit and (exact := codec.json_size(out)) > limit:
             raise ContextValueError(
                 f"The stored variables take {exact} bytes of JSON, over the limit of {limit}",
                 instance_id=instance_id,
             )
-        return out
 
-    def _entry(self, encoder: codec.Encoder, instance_id: str, key: Any, value: Any) -> Any:
-        """One variable's encoded value; the key must be valid text."""
+    @staticmethod
+    def _check_key(instance_id: str, key: Any) -> None:
         if not isinstance(key, str) or codec.has_lone_surrogate(key):
             raise ContextValueError(
                 f"Context variable {key!r} cannot be stored: keys must be strings of valid"
                 " Unicode text",
                 instance_id=instance_id,
             )
+
+    def _entry(self, encoder: codec.Encoder, instance_id: str, key: Any, value: Any) -> Any:
+        """One variable's encoded value; the key must be valid text."""
+        self._check_key(instance_id, key)
         try:
             return encoder.value(value, key)
         except ContextValueError as exc:
