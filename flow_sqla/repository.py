@@ -406,7 +406,13 @@ class SqlStateRepository:
         self, conn: Connection, stmt: Executable, instance_id: str, params: Mapping[str, Any]
     ) -> StoredRow | None:
         """The locking read's row through the prepared path, its JSON columns decoded here."""
-        row = self._execute(conn, stmt, params).first()
+        result = self._execute(conn, stmt, params)
+        try:
+            row = result.first()
+        except (ValueError, RecursionError) as exc:  # a driver decoding JSON (psycopg)
+            raise SnapshotError(
+                f"The stored row is not valid JSON: {exc}", instance_id=instance_id
+            ) from exc
         if row is None:
             return None
         states, variables, graph = row
@@ -654,7 +660,7 @@ def _json_value(instance_id: str, raw: Any) -> Any:
         return None
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
         raise SnapshotError(
             f"The stored row is not valid JSON: {exc}", instance_id=instance_id
         ) from exc
