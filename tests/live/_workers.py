@@ -18,6 +18,11 @@ BARRIER_TIMEOUT = 120.0
 
 
 def _engine(url: str) -> sa.Engine:
+    """SQLite serializes writers on one database lock, waiting up to the busy timeout (5 s by
+    default) before "database is locked": on a loaded machine that wait alone would count as a
+    retry. These tests look for deadlocks, so SQLite writers wait up to a minute."""
+    if url.startswith("sqlite"):
+        return sa.create_engine(url, poolclass=sa.NullPool, connect_args={"timeout": 60})
     return sa.create_engine(url, poolclass=sa.NullPool)
 
 
