@@ -16,7 +16,9 @@ from flow.errors import (
     GraphDefinitionError,
     GraphNotFoundError,
     NodeNotFoundError,
+    ReadOnlyGraphError,
     SnapshotError,
+    StepBudgetError,
     TaskError,
 )
 from flow.evaluation import Evaluation, SafeEvaluation
@@ -62,9 +64,11 @@ __all__ = [
     "NodeSpec",
     "NodeType",
     "NonSerializable",
+    "ReadOnlyGraphError",
     "SafeEvaluation",
     "SimpleFlowDriver",
     "SnapshotError",
+    "StepBudgetError",
     "TaskComponent",
     "TaskError",
     "decode",

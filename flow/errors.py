@@ -41,6 +41,48 @@ class GraphDefinitionError(FlowError):
         super().__init__(text)
 
 
+class ReadOnlyGraphError(FlowError, TypeError, AttributeError):
+    """Code tried to change a built graph: an attribute of a :class:`~flow.graph.Graph`,
+    ``Node`` or ``Link``, or a list inside their ``meta``.
+
+    A graph is shared by every instance and thread of the process, so it never changes once
+    built; edit a :class:`~flow.spec.GraphSpec` (``GraphSpec.from_graph``) and build a new one.
+    Also a ``TypeError`` and an ``AttributeError``: what Python raises for read-only containers
+    and frozen attributes. (Item assignment on a ``meta`` mapping raises Python's own
+    ``TypeError``: meta mappings are ``types.MappingProxyType``.)
+    """
+
+    def __init__(self, what: str, *, graph_id: str | None = None) -> None:
+        self.graph_id = graph_id
+        where = f" of graph {graph_id!r}" if graph_id is not None else ""
+        super().__init__(
+            f"{what}{where} is read-only: a built graph never changes (edit a GraphSpec and "
+            "create a new graph)"
+        )
+
+
+class StepBudgetError(FlowError):
+    """One walk of a graph visited more nodes than its step budget allows.
+
+    Raised by the workflow executor (``WorkflowExecutor(max_steps=...)``) when a walk goes round
+    a cycle that nothing stops — e.g. an edge back to an earlier task through a gateway, or a
+    cycle of automatic nodes. Nothing of the operation is kept by a transactional repository
+    (``flow_sqla`` rolls back and releases the instance row lock).
+    """
+
+    def __init__(self, *, graph_id: str, node_id: str, instance_id: str, budget: int) -> None:
+        self.graph_id = graph_id
+        self.node_id = node_id
+        self.instance_id = instance_id
+        self.budget = budget
+        super().__init__(
+            f"Step budget of {budget} nodes exceeded at node {node_id!r} of graph {graph_id!r} "
+            f"(instance {instance_id!r}): the walk goes round a cycle that no waiting task "
+            "breaks; send work back with TaskAction.BACK/BACK_JUMP instead of an edge, or raise "
+            "WorkflowExecutor(max_steps=...)"
+        )
+
+
 class GraphNotFoundError(FlowError, LookupError):
     """A graph id is not loaded in the engine."""
 
@@ -187,6 +229,8 @@ __all__ = [
     "GraphDefinitionError",
     "GraphNotFoundError",
     "NodeNotFoundError",
+    "ReadOnlyGraphError",
     "SnapshotError",
+    "StepBudgetError",
     "TaskError",
 ]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from flow._frozen import thaw
 from flow.errors import GraphDefinitionError
 
 if TYPE_CHECKING:
@@ -136,7 +137,6 @@ def _text(value: Any, what: str, graph_id: str) -> str:
 
 
 def _plain(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """A plain dict copy (meta is a read-only proxy that the serializers reject)."""
-    return {
-        key: _plain(value) if isinstance(value, Mapping) else value for key, value in meta.items()
-    }
+    """A plain dict copy (meta is deeply read-only: proxies and lists the serializers reject)."""
+    plain: dict[str, Any] = thaw(meta)
+    return plain

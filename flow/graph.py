@@ -1,28 +1,41 @@
 """The immutable graph model: :class:`Graph`, :class:`Node` and :class:`Link`.
 
 A graph is built once (from text or from a :class:`~flow.spec.GraphSpec`) and never changes
-afterwards, so the engine can share it between threads and precompute every neighbour list.
+afterwards, so the engine can share it between threads and instances and precompute every
+neighbour list. Immutable all the way down: attributes refuse assignment
+(:class:`~flow.errors.ReadOnlyGraphError`), ``meta`` is a deep read-only copy made at build time
+(see :mod:`flow._frozen`), neighbour lists are tuples and ``nodes`` a read-only mapping. Reads
+cost what they cost on plain objects: nothing is checked or copied per access.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from flow._frozen import budget, freeze_meta, refuse_delattr, refuse_setattr
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
 
 if TYPE_CHECKING:
-    from flow.spec import GraphSpec, LinkSpec, NodeSpec
+    from flow._frozen import _Budget
+    from flow.spec import GraphSpec, LinkSpec, LoadNotes, NodeSpec
     from flow.validation import Problem
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_set = object.__setattr__  # how the model's own code sets attributes while building
 
 
-def _freeze(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(meta)) if meta else _EMPTY
+def _check_id(value: str, what: str, graph_id: str | None) -> None:
+    """Ids end up in database rows and JSON: they must be encodable text."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise GraphDefinitionError(
+            f"{what} {value!r} is not valid Unicode text (lone surrogate)", graph_id=graph_id
+        ) from None
 
 
 class Link:
@@ -34,17 +47,31 @@ class Link:
 
     __slots__ = ("_graph", "meta", "next_id", "next_node", "prev_id", "priority", "title", "when")
 
-    def __init__(self, graph: Graph, prev_id: str, spec: LinkSpec) -> None:
-        self._graph = graph
-        self.prev_id: str = prev_id
-        self.next_id: str = spec.next_id
-        self.title: str | None = spec.title
-        self.meta: Mapping[str, Any] = _freeze(spec.meta)
-        self.priority: int = spec.priority
-        self.when: Any = spec.when
-        #: The target node, or ``None`` when the id does not exist (the branch just ends);
-        #: resolved once the graph has all its nodes.
-        self.next_node: Node | None = None
+    _graph: Graph
+    prev_id: str
+    next_id: str
+    title: str | None
+    meta: Mapping[str, Any]
+    priority: int
+    when: Any
+    #: The target node, or ``None`` when the id does not exist (the branch just ends);
+    #: resolved once the graph has all its nodes.
+    next_node: Node | None
+
+    def __init__(self, graph: Graph, prev_id: str, spec: LinkSpec, spent: _Budget) -> None:
+        where = f"link {prev_id} -> {spec.next_id}"
+        _check_id(spec.next_id, f"The nextId of {where}", graph.id)
+        _set(self, "_graph", graph)
+        _set(self, "prev_id", prev_id)
+        _set(self, "next_id", spec.next_id)
+        _set(self, "title", spec.title)
+        _set(self, "meta", freeze_meta(spec.meta, spent, where))
+        _set(self, "priority", spec.priority)
+        _set(self, "when", spec.when)
+        _set(self, "next_node", None)
+
+    __setattr__ = refuse_setattr
+    __delattr__ = refuse_delattr
 
     @property
     def prev_node(self) -> Node:
@@ -72,22 +99,38 @@ class Node:
         "when",
     )
 
-    def __init__(self, graph: Graph, spec: NodeSpec) -> None:
-        self.graph: Graph = graph
-        self.id: str = spec.id
-        self.title: str | None = spec.title
-        self.type: NodeType = spec.type
-        self.meta: Mapping[str, Any] = _freeze(spec.meta)
-        self.when: Any = spec.when
-        self.task: Any = spec.task
-        self._links: tuple[Link, ...] = tuple(Link(graph, spec.id, ls) for ls in spec.links)
+    graph: Graph
+    id: str
+    title: str | None
+    type: NodeType
+    meta: Mapping[str, Any]
+    when: Any
+    task: Any
+    _links: tuple[Link, ...]
+    next_link_list: tuple[Link, ...]
+    prev_link_list: tuple[Link, ...]
+    next_node_list: tuple[Node, ...]
+    prev_node_list: tuple[Node, ...]
+
+    def __init__(self, graph: Graph, spec: NodeSpec, spent: _Budget) -> None:
+        _check_id(spec.id, "Node id", graph.id)
+        links = tuple(Link(graph, spec.id, ls, spent) for ls in spec.links)
+        _set(self, "graph", graph)
+        _set(self, "id", spec.id)
+        _set(self, "title", spec.title)
+        _set(self, "type", spec.type)
+        _set(self, "meta", freeze_meta(spec.meta, spent, f"node {spec.id!r}"))
+        _set(self, "when", spec.when)
+        _set(self, "task", spec.task)
+        _set(self, "_links", links)
         # Stable sort: higher priority first, equal priorities keep definition order.
-        self.next_link_list: tuple[Link, ...] = tuple(
-            sorted(self._links, key=lambda link: -link.priority)
-        )
-        self.prev_link_list: tuple[Link, ...] = ()
-        self.next_node_list: tuple[Node, ...] = ()
-        self.prev_node_list: tuple[Node, ...] = ()
+        _set(self, "next_link_list", tuple(sorted(links, key=lambda link: -link.priority)))
+        _set(self, "prev_link_list", ())
+        _set(self, "next_node_list", ())
+        _set(self, "prev_node_list", ())
+
+    __setattr__ = refuse_setattr
+    __delattr__ = refuse_delattr
 
     # -- neighbours --------------------------------------------------------------------
     @property
@@ -180,34 +223,60 @@ class Graph:
         "title",
     )
 
+    id: str
+    title: str
+    driver: str
+    meta: Mapping[str, Any]
+    nodes: Mapping[str, Node]
+    links: Sequence[Link]
+    start: Node
+    _load_notes: LoadNotes
+
     def __init__(self, spec: GraphSpec) -> None:
-        self.id: str = spec.id
-        self.title: str = spec.title or spec.id
-        self.driver: str = spec.driver or ""
-        self.meta: Mapping[str, Any] = _freeze(spec.meta)
-        node_map = {node_id: Node(self, ns) for node_id, ns in spec.nodes.items()}
-        self.nodes: Mapping[str, Node] = MappingProxyType(node_map)
-        self.links: Sequence[Link] = tuple(link for n in node_map.values() for link in n._links)
+        _check_id(spec.id, "Graph id", None)
+        spent = budget(spec.id)
+        _set(self, "id", spec.id)
+        _set(self, "title", spec.title or spec.id)
+        _set(self, "driver", spec.driver or "")
+        _set(self, "meta", freeze_meta(spec.meta, spent, "the graph"))
+        node_map = {node_id: Node(self, ns, spent) for node_id, ns in spec.nodes.items()}
+        _set(self, "nodes", MappingProxyType(node_map))
+        _set(self, "links", tuple(link for n in node_map.values() for link in n._links))
         self._link_neighbours(node_map)
-        self.start: Node = self._find_start(node_map)
-        self._load_notes = spec.load_notes
+        _set(self, "start", self._find_start(node_map))
+        # A copy: the spec stays editable without changing what validate() reports here.
+        notes = spec.load_notes
+        _set(
+            self,
+            "_load_notes",
+            replace(
+                notes,
+                duplicate_ids=list(notes.duplicate_ids),
+                unknown_types=dict(notes.unknown_types),
+                empty_link_ids=set(notes.empty_link_ids),
+            ),
+        )
+
+    __setattr__ = refuse_setattr
+    __delattr__ = refuse_delattr
 
     def _link_neighbours(self, node_map: Mapping[str, Node]) -> None:
         incoming: dict[str, list[Link]] = {}
         for link in self.links:
-            link.next_node = node_map.get(link.next_id)
+            _set(link, "next_node", node_map.get(link.next_id))
             incoming.setdefault(link.next_id, []).append(link)
         for node in node_map.values():
             if node.type != NodeType.START:
                 links_in = incoming.get(node.id, [])
-                node.prev_link_list = tuple(reversed(links_in))
-                node.prev_node_list = tuple(node_map[link.prev_id] for link in links_in)
+                _set(node, "prev_link_list", tuple(reversed(links_in)))
+                _set(node, "prev_node_list", tuple(node_map[link.prev_id] for link in links_in))
             if node.type != NodeType.END:
-                node.next_node_list = tuple(
+                next_nodes = tuple(
                     target
                     for link in node.next_link_list
                     if (target := node_map.get(link.next_id)) is not None
                 )
+                _set(node, "next_node_list", next_nodes)
 
     def _find_start(self, node_map: Mapping[str, Node]) -> Node:
         starts = [n for n in node_map.values() if n.type == NodeType.START]

@@ -3,6 +3,13 @@
 Loading fails only on unparsable text (with line/column), a missing graph id, wrong shapes and
 a graph with no determinable start node; everything else the reference accepts is accepted and
 left for :meth:`Graph.validate` to report.
+
+Graph text may come from a database many people edit, so loading is bounded: the text length,
+the nesting depth and the number of values the document expands to (YAML aliases count once
+per use, so an alias bomb is refused before anything expands it) are limited by the module
+constants below, read at each load — set them at start-up to change them. Every failure, YAML
+tags that do not construct (``!!timestamp x``, ``!!bool maybe``, ``!!python/...``) included,
+is a :class:`GraphDefinitionError`.
 """
 
 from __future__ import annotations
@@ -25,6 +32,15 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 
 GRAPH_FILE_SUFFIXES = (".yml", ".yaml", ".json")
 
+MAX_TEXT_CHARS = 8 * 1024 * 1024
+"""The longest graph text accepted, in characters (a file: 4 bytes per character)."""
+MAX_DEPTH = 64
+"""The deepest nesting of mappings and lists in a graph document (the document is level 1, a
+node level 3, its meta level 4) and in a meta value built in code."""
+MAX_VALUES = 1_000_000
+"""The most values (scalars, mappings and lists) a graph document may expand to, shared
+references and YAML aliases counted once per use; also bounds the meta of a graph built in code."""
+
 
 def _load_yaml(text: str) -> Any:
     """Parse with the fast C loader; when it refuses, ask the pure-Python loader, which accepts
@@ -44,15 +60,23 @@ def read_graph_file(path: str | Path) -> str:
     if p.suffix.lower() not in GRAPH_FILE_SUFFIXES:
         raise GraphDefinitionError(f"{p}: a graph file must end in .yml, .yaml or .json")
     try:
+        if p.stat().st_size > 4 * MAX_TEXT_CHARS:
+            raise GraphDefinitionError(_too_long(f"{p}: the graph file"))
         return p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GraphDefinitionError(f"{p}: cannot read graph file: {exc}") from exc
+
+
+def _too_long(what: str) -> str:
+    return f"{what} is longer than {MAX_TEXT_CHARS} characters; limit: flow.loader.MAX_TEXT_CHARS"
 
 
 def parse_text(text: str) -> Mapping[str, Any]:
     """Parse YAML or JSON text into a mapping; syntax errors carry line and column (1-based)."""
     if not isinstance(text, str):
         raise GraphDefinitionError(f"Graph text must be a str, not {type(text).__name__}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise GraphDefinitionError(_too_long("The graph text"))
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:
@@ -81,8 +105,65 @@ def _parse_yaml(text: str) -> Any:
         raise GraphDefinitionError(
             f"Graph text does not parse{where}: {exc.problem or exc}", line=line, column=column
         ) from None
-    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
-        raise GraphDefinitionError(f"Graph text does not parse: {exc}") from None
+    except Exception as exc:
+        # PyYAML's constructors raise anything on bad tags (AttributeError for `!!timestamp x`,
+        # KeyError for `!!bool maybe`, ValueError, RecursionError for deep nesting): every one
+        # means the text is not a graph document.
+        raise GraphDefinitionError(
+            f"Graph text does not parse: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def check_document(data: Any, graph_id: str) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH`, expanding to more than
+    :data:`MAX_VALUES` values, or referring to itself — in time linear in its *distinct*
+    objects, so an alias bomb is measured, not expanded."""
+    _Measure(graph_id).size(data, 1)
+
+
+class _Measure:
+    """Expanded size and height of each container, remembered by identity (aliases)."""
+
+    def __init__(self, graph_id: str) -> None:
+        self.graph_id = graph_id
+        self.known: dict[int, tuple[int, int]] = {}  # id -> (expanded values, height)
+        self.open: set[int] = set()
+
+    def size(self, value: Any, depth: int) -> tuple[int, int]:
+        if not isinstance(value, Mapping | list | tuple | set | frozenset):
+            return 1, 0
+        key = id(value)
+        found = self.known.get(key)
+        if found is None:
+            found = self.known[key] = self._measure(value, key, depth)
+        if depth + found[1] > MAX_DEPTH:
+            self._fail(f"is nested more than {MAX_DEPTH} levels deep; limit: flow.loader.MAX_DEPTH")
+        return found
+
+    def _measure(self, value: Any, key: int, depth: int) -> tuple[int, int]:
+        if depth > MAX_DEPTH:
+            self._fail(f"is nested more than {MAX_DEPTH} levels deep; limit: flow.loader.MAX_DEPTH")
+        if key in self.open:
+            self._fail("refers to itself (a recursive YAML alias)")
+        self.open.add(key)
+        total, height = 1, 0
+        items = (*value.keys(), *value.values()) if isinstance(value, Mapping) else value
+        for item in items:
+            count, below = self.size(item, depth + 1)
+            total += count
+            height = max(height, below + 1)
+            if total > MAX_VALUES:
+                self._fail(
+                    f"expands to more than {MAX_VALUES} values (YAML aliases count once per "
+                    "use); limit: flow.loader.MAX_VALUES"
+                )
+        self.open.discard(key)
+        return total, height
+
+    def _fail(self, why: str) -> None:
+        raise GraphDefinitionError(
+            f"The document of graph {self.graph_id!r} {why}", graph_id=self.graph_id
+        )
 
 
 def _scalar_text(value: Any, what: str, graph_id: str | None) -> str | None:
@@ -125,6 +206,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> GraphSpec:
     graph_id = _scalar_text(data.get("id"), "graph 'id'", None)
     if not graph_id:
         raise GraphDefinitionError("The graph has no 'id'")
+    check_document(data, graph_id)
     spec = GraphSpec(
         graph_id,
         title=_scalar_text(data.get("title"), "graph 'title'", graph_id) or None,

@@ -199,12 +199,20 @@ class GraphSpec:
 
     @classmethod
     def from_graph(cls, graph: Graph) -> GraphSpec:
-        """An editable copy of ``graph`` (components, priorities and meta are kept)."""
+        """An editable copy of ``graph`` (components, priorities and meta are kept; meta comes
+        back as plain dicts and lists, so editing it never touches ``graph``)."""
+        from flow._frozen import thaw
+
         spec = cls(graph.id, title=graph.title, driver=graph.driver or None)
-        spec.meta.update(graph.meta)
+        spec.meta.update(thaw(graph.meta))
         for node in graph.nodes.values():
             ns = NodeSpec(
-                node.id, node.type, title=node.title, meta=node.meta, when=node.when, task=node.task
+                node.id,
+                node.type,
+                title=node.title,
+                meta=thaw(node.meta),
+                when=node.when,
+                task=node.task,
             )
             for link in node._links:
                 ns.link_add(
@@ -212,7 +220,7 @@ class GraphSpec:
                     when=link.when,
                     title=link.title,
                     priority=link.priority,
-                    meta=link.meta,
+                    meta=thaw(link.meta),
                 )
             spec.add_node(ns)
         spec.load_notes.empty_link_ids.update(graph._load_notes.empty_link_ids)

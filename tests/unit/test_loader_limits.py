@@ -1,0 +1,267 @@
+"""Hostile graph text: every input fails fast with GraphDefinitionError (issue 11 item 9).
+
+YAML tags that do not construct, alias bombs, recursive aliases, deep nesting, huge texts and ids
+that are not valid Unicode are refused at load time, naming the graph where it is known.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from flow import loader
+from flow.errors import FlowError, GraphDefinitionError
+from flow.graph import Graph
+from flow.spec import GraphSpec
+
+TAIL = "layout: [{type: start}, {type: end}]\n"
+
+
+# -- YAML tags -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value",
+    [
+        "!!timestamp x",
+        "!!timestamp 2020-13-45",
+        "!!bool maybe",
+        "!!int abc",
+        "!!float abc",
+        "!!binary '@@@'",
+        "!!null x",
+        "!!python/object:os.system x",
+        "!!python/name:os.system ''",
+        "!!python/tuple [1]",
+        "!!foo bar",
+        "!unknown {a: 1}",
+        "!!map [1, 2]",
+        "!!seq {a: 1}",
+        "!!omap {a: 1}",
+        "!!pairs 5",
+        "!!set [a]",
+        "!!str [a]",
+        "{? [1, 2] : x}",
+        "{? {a: 1} : x}",
+    ],
+)
+@pytest.mark.parametrize("where", ["id: VALUE\n" + TAIL, "id: g\nmeta: {a: VALUE}\n" + TAIL])
+def test_bad_yaml_tags_are_graph_definition_errors(value: str, where: str) -> None:
+    text = where.replace("VALUE", value)
+    try:
+        Graph.from_text(text)
+    except GraphDefinitionError:
+        return
+    except Exception as exc:
+        pytest.fail(f"{type(exc).__name__} escaped: {exc}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id: !!timestamp 2020-01-01\n" + TAIL,
+        "id: !!binary aGk=\n" + TAIL,
+        "id: !!set {a}\n" + TAIL,
+        "id: g\nmeta: !!set {a}\n" + TAIL,
+        "id: g\nlayout: !!pairs [a: 1]\n",
+        "id: g\nlayout: [{id: !!timestamp 2020-01-01}]\n",
+        "id: g\nlayout: [{id: a, type: start, link: {nextId: !!binary aGk=}}]\n",
+        "id: g\nlayout: [{id: a, type: !!set {start}}]\n",
+        "id: g\nlayout: [{id: a, type: start, task: !!timestamp 2020-01-01}]\n",
+    ],
+)
+def test_tags_in_the_wrong_place_name_the_graph_or_node(text: str) -> None:
+    with pytest.raises(GraphDefinitionError, match="must be"):
+        Graph.from_text(text)
+
+
+def test_valid_tags_in_meta_load() -> None:
+    graph = Graph.from_text(
+        "id: g\nmeta: {d: !!timestamp 2020-01-01, b: !!binary aGk=, s: !!set {x}}\n" + TAIL
+    )
+    assert graph.meta["b"] == b"hi" and graph.meta["s"] == frozenset({"x"})
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["1", "~", "true", "2020-01-01", "1.5", "!!binary aGk="],
+)
+def test_non_string_keys_load(key: str) -> None:
+    graph = Graph.from_text(f"id: g\nmeta: {{{key}: x, k: {{{key}: y}}}}\n" + TAIL)
+    assert len(graph.meta) == 2
+
+
+# -- aliases -------------------------------------------------------------------------------------
+def _bomb(levels: int, width: int = 9, where: str = "meta") -> str:
+    lines = ["id: g", "anchors:", "  a0: &a0 [" + ", ".join(["lol"] * width) + "]"]
+    for level in range(1, levels + 1):
+        refs = ", ".join([f"*a{level - 1}"] * width)
+        lines.append(f"  a{level}: &a{level} [{refs}]")
+    lines.append(f"{where}: {{x: *a{levels}}}" if where == "meta" else f"{where}: *a{levels}")
+    return "\n".join(lines) + "\n" + TAIL
+
+
+@pytest.mark.parametrize("where", ["meta", "title", "layout"])
+def test_alias_bomb_is_refused_at_load_time_quickly(where: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(GraphDefinitionError, match="MAX_VALUES") as caught:
+        Graph.from_text(_bomb(9, where=where))
+    assert time.perf_counter() - started < 1
+    assert caught.value.graph_id == "g"
+
+
+def test_alias_bomb_in_links_is_refused() -> None:
+    links = ", ".join(["e"] * 1000)
+    nodes = ", ".join(["{type: start, link: *l}"] * 1100)
+    text = f"id: g\nx: &l [{links}]\nlayout: [{nodes}, {{id: e, type: end}}]\n"
+    with pytest.raises(GraphDefinitionError, match="MAX_VALUES"):
+        Graph.from_text(text)
+
+
+def test_small_aliases_still_load() -> None:
+    graph = Graph.from_text(_bomb(2, width=3))
+    assert graph.meta["x"] == [[["lol"] * 3] * 3] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id: g\nmeta: &m {a: *m}\n" + TAIL,
+        "id: g\nmeta: {a: &l [*l]}\n" + TAIL,
+        "id: g\nlayout: &l [{type: start, meta: {x: *l}}]\n",
+        "id: g\nlayout: [&n {type: start, link: [{nextId: a, meta: {n: *n}}]}]\n",
+    ],
+)
+def test_recursive_aliases_are_refused(text: str) -> None:
+    with pytest.raises(GraphDefinitionError, match="refers to itself"):
+        Graph.from_text(text)
+
+
+def test_value_limit_is_read_at_each_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "id: g\nmeta: {a: [1, 2, 3, 4, 5, 6, 7, 8]}\n" + TAIL
+    Graph.from_text(text)
+    monkeypatch.setattr(loader, "MAX_VALUES", 10)
+    with pytest.raises(GraphDefinitionError, match="more than 10 values"):
+        Graph.from_text(text)
+
+
+# -- nesting and size ----------------------------------------------------------------------------
+@pytest.mark.parametrize("depth", [65, 200, 900, 5_000, 50_000])
+@pytest.mark.parametrize("opener", ["[", "{a: ", '{"a": '])
+def test_deep_nesting_is_a_typed_error(depth: int, opener: str) -> None:
+    closer = {"[": "]", "{a: ": "}", '{"a": ': "}"}[opener]
+    nested = opener * depth + "1" + closer * depth
+    for text in (
+        f"id: g\nmeta: {{x: {nested}}}\n" + TAIL,
+        '{"id": "g", "meta": {"x": ' + nested + '}, "layout": [{"type": "start"}]}',
+    ):
+        with pytest.raises(GraphDefinitionError):
+            Graph.from_text(text)
+
+
+def test_nesting_up_to_the_limit_loads() -> None:
+    nested = "[" * 60 + "1" + "]" * 60  # document level 1, meta 2, x 3: 63 levels in all
+    graph = Graph.from_text(f"id: g\nmeta: {{x: {nested}}}\n" + TAIL)
+    value = graph.meta["x"]
+    for _ in range(59):
+        value = value[0]
+    assert value == [1]
+
+
+def test_deep_meta_built_in_code_is_a_typed_error() -> None:
+    nested: list[object] = []
+    for _ in range(5_000):
+        nested = [nested]
+    spec = GraphSpec("g")
+    spec.add_start("s", meta={"deep": nested})
+    with pytest.raises(GraphDefinitionError, match="MAX_DEPTH") as caught:
+        spec.create()
+    assert "node 's'" in str(caught.value)
+
+
+def test_self_referencing_meta_built_in_code_is_a_typed_error() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    spec = GraphSpec("g")
+    spec.meta_put("loop", loop)
+    spec.add_start("s")
+    with pytest.raises(GraphDefinitionError, match="refers to itself"):
+        spec.create()
+
+
+def test_shared_meta_built_in_code_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "MAX_VALUES", 1_000)
+    level: list[object] = ["x"] * 10
+    for _ in range(5):
+        level = [level] * 10
+    spec = GraphSpec("g")
+    spec.add_start("s", meta={"bomb": level})
+    with pytest.raises(GraphDefinitionError, match="MAX_VALUES"):
+        spec.create()
+
+
+def test_huge_text_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "MAX_TEXT_CHARS", 1_000)
+    text = "id: g\nmeta: {a: '" + "x" * 2_000 + "'}\n" + TAIL
+    with pytest.raises(GraphDefinitionError, match="MAX_TEXT_CHARS"):
+        Graph.from_text(text)
+    with pytest.raises(GraphDefinitionError, match="MAX_TEXT_CHARS"):
+        Graph.from_text(json.dumps({"id": "g", "pad": "x" * 2_000}))
+
+
+def test_huge_file_is_refused_before_reading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(loader, "MAX_TEXT_CHARS", 100)
+    path = tmp_path / "big.yml"
+    path.write_text("id: g\nmeta: {a: '" + "x" * 1_000 + "'}\n" + TAIL)
+    with pytest.raises(GraphDefinitionError, match="MAX_TEXT_CHARS"):
+        Graph.from_file(path)
+
+
+def test_default_limits() -> None:
+    assert (loader.MAX_TEXT_CHARS, loader.MAX_DEPTH, loader.MAX_VALUES) == (
+        8 * 1024 * 1024,
+        64,
+        1_000_000,
+    )
+
+
+# -- ids -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"id": "\ud800", "layout": [{"type": "start"}]},
+        {"id": "g", "layout": [{"id": "a\udfff", "type": "start"}]},
+        {"id": "g", "layout": [{"id": "a", "type": "start", "link": "b\ud800"}]},
+    ],
+)
+def test_ids_with_lone_surrogates_are_refused(document: dict[str, object]) -> None:
+    with pytest.raises(GraphDefinitionError, match="lone surrogate"):
+        Graph.from_dict(document)
+    with pytest.raises(GraphDefinitionError, match="lone surrogate"):
+        Graph.from_text(json.dumps(document))
+
+
+def test_duplicate_ids_and_missing_targets_are_typed_errors_in_strict_mode() -> None:
+    text = json.dumps(
+        {
+            "id": "g",
+            "layout": [
+                {"id": "a", "type": "start", "link": "missing"},
+                {"id": "a", "type": "start", "link": "b"},
+                {"id": "b", "type": "end"},
+            ],
+        }
+    )
+    with pytest.raises(GraphDefinitionError) as caught:
+        Graph.from_text(text, strict=True)
+    assert any("defined 2 times" in p for p in caught.value.problems)
+    assert caught.value.graph_id == "g"
+    graph = Graph.from_text(text)  # lenient, as the reference: validate() reports both
+    assert [p.severity for p in graph.validate()][:1] == ["error"]
+
+
+def test_every_loader_error_is_a_flow_error() -> None:
+    assert issubclass(GraphDefinitionError, FlowError)
