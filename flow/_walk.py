@@ -1,15 +1,18 @@
 """The per-node-type algorithms of one evaluation (the reference's ``node_run`` family).
 
-Traversal is depth-first in link-priority order, like the reference. To keep deep graphs off the
-Python stack, each algorithm returns the node its *last* outgoing branch continues with and
-:meth:`_Walk.run` loops on it; only the earlier branches of a real split recurse. Conditions and
-branches still run in exactly the reference's order (a branch's condition is tested after the
-previous branch finished).
+Traversal is depth-first in link-priority order, like the reference, but never on the Python
+stack: each algorithm returns the node its branch continues with, and where a node has more
+than one branch it pushes the rest of its work (the remaining links to test, the remaining
+targets, the next loop item) as a *continuation* on the walk's own stack. :meth:`Walk.run` runs
+a branch until it ends, then resumes the most recent continuation. Conditions and branches run in
+exactly the reference's order (a branch's condition is tested after the previous branch
+finished), and a graph of any depth or width runs in constant Python stack depth.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from flow.errors import ConditionError, FlowError, GraphDefinitionError, TaskError
@@ -59,10 +62,13 @@ class _Cursor:
         return item
 
 
+Continuation = Callable[[], "Node | None"]
+
+
 class Walk:
     """One walk of one graph for one exchanger, resuming at ``start_node``."""
 
-    __slots__ = ("ex", "interceptors", "start_node")
+    __slots__ = ("ex", "interceptors", "pending", "start_node")
 
     def __init__(
         self, exchanger: FlowExchanger, interceptors: Sequence[FlowInterceptor], start_node: Node
@@ -70,23 +76,34 @@ class Walk:
         self.ex = exchanger
         self.interceptors = interceptors
         self.start_node = start_node
+        #: Work left behind by nodes with several branches, most recent last.
+        self.pending: list[Continuation] = []
 
     def run(self, node: Node | None) -> None:
         """Run ``node`` and everything it flows into (the reference's ``node_run``)."""
         ex = self.ex
-        while node is not None:
-            if ex.branch_ends():
+        pending = self.pending
+        counter = ex._step_counter
+        while True:
+            while node is not None:
+                if ex.branch_ends():
+                    break
+                counter.visits += 1
+                if counter.visits > counter.limit:
+                    ex.over_budget(node)
+                if ex.reverting:
+                    start = self.start_node
+                    if node.id == start.id and node.graph.id == start.graph.id:
+                        ex.reverting = False
+                else:
+                    ex.context.trace.record_node(node.graph, node)
+                if not ex.reverting and not ex.next_step():
+                    ex.stop()
+                    break
+                node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
+            if not pending:
                 return
-            if ex.reverting:
-                start = self.start_node
-                if node.id == start.id and node.graph.id == start.graph.id:
-                    ex.reverting = False
-            else:
-                ex.context.trace.record_node(node.graph, node)
-            if not ex.reverting and not ex.next_step():
-                ex.stop()
-                return
-            node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
+            node = pending.pop()()
 
     # -- shared pieces -----------------------------------------------------------------
     def condition(self, node: Node, when: Any, default: bool, link: Link | None = None) -> bool:
@@ -140,25 +157,39 @@ class Walk:
             return False
         return self.node_end(node)
 
-    def flow_out(self, node: Node) -> Node | None:
-        """Every link whose condition is empty or true, in order; the last one is the tail."""
+    def flow_out(
+        self, node: Node, start: int = 0, after: Callable[[Node | None], Node | None] | None = None
+    ) -> Node | None:
+        """Every link from ``start`` on whose condition is empty or true, in order: the first
+        one found is returned to run now and, unless it is the last link, the test of the
+        following links is pushed to resume after its branch. ``after`` receives the branch
+        that ends the outflow (the last link's target, or ``None``) and returns what to run."""
         links = node.next_link_list
         last = len(links) - 1
-        for index, link in enumerate(links):
+        for index in range(start, last + 1):
+            link = links[index]
             if link.when is None or self.condition(node, link.when, True, link):
-                if index == last:
+                if index < last:
+                    self.pending.append(partial(self.flow_out, node, index + 1, after))
                     return link.next_node
-                self.run(link.next_node)
-        return None
+                return after(link.next_node) if after is not None else link.next_node
+        return after(None) if after is not None else None
 
-    def fan_out(self, targets: Sequence[Node]) -> Node | None:
-        """Run every target but the last; return the last as the tail."""
-        for target in targets[:-1]:
-            self.run(target)
-        return targets[-1] if targets else None
+    def fan_out(self, targets: Sequence[Node | None]) -> Node | None:
+        """Run every target in order: the first now, the others pushed to resume in turn."""
+        if not targets:
+            return None
+        pending = self.pending
+        for target in reversed(targets[1:]):
+            pending.append(partial(_same, target))
+        return targets[0]
 
 
-# -- per-type algorithms (each returns the tail node, or None) ------------------------
+def _same(node: Node | None) -> Node | None:
+    return node
+
+
+# -- per-type algorithms (each returns the node its branch continues with, or None) ----------
 def _start_run(walk: Walk, node: Node) -> Node | None:
     if not walk.node_start(node) or not walk.node_end(node):
         return None
@@ -200,9 +231,7 @@ def _inclusive_run(walk: Walk, node: Node) -> Node | None:
     if not matched:
         return None
     stack.append(len(matched))
-    for link in matched[:-1]:
-        walk.run(link.next_node)
-    return matched[-1].next_node
+    return walk.fan_out([link.next_node for link in matched])
 
 
 def _parallel_run(walk: Walk, node: Node) -> Node | None:
@@ -228,13 +257,38 @@ def _loop_run(walk: Walk, node: Node) -> Node | None:
         return None
     cursor = _Cursor(_loop_items(walk, node))
     stack.append(cursor)
-    while cursor.has_next():
-        walk.ex.context.put(for_key, cursor.next())
-        tail = walk.flow_out(node)
-        if not cursor.has_next():
-            return tail
-        walk.run(tail)
-    return None
+    return _LoopStart(walk, node, for_key, cursor).next_item()
+
+
+class _LoopStart:
+    """The iterations of one loop start: each puts the next item in the context and flows out;
+    the walk's ``stop()`` (also the ``steps=`` budget running out) ends the loop, and each
+    iteration counts against the raising step budget like a node visit."""
+
+    __slots__ = ("cursor", "for_key", "node", "walk")
+
+    def __init__(self, walk: Walk, node: Node, for_key: str, cursor: _Cursor) -> None:
+        self.walk = walk
+        self.node = node
+        self.for_key = for_key
+        self.cursor = cursor
+
+    def next_item(self) -> Node | None:
+        ex = self.walk.ex
+        if ex.is_stopped or not self.cursor.has_next():
+            return None
+        counter = ex._step_counter
+        counter.visits += 1
+        if counter.visits > counter.limit:
+            ex.over_budget(self.node)
+        ex.context.put(self.for_key, self.cursor.next())
+        return self.walk.flow_out(self.node, 0, self.last_branch)
+
+    def last_branch(self, tail: Node | None) -> Node | None:
+        """Run the iteration's last branch; the next item follows it, if there is one."""
+        if not self.walk.ex.is_stopped and self.cursor.has_next():
+            self.walk.pending.append(self.next_item)
+        return tail
 
 
 def _loop_items(walk: Walk, node: Node) -> Iterator[Any]:

@@ -28,7 +28,13 @@ class FlowEngine:
     consistent view.
     """
 
-    def __init__(self, driver: FlowDriver | None = None) -> None:
+    #: Default of ``max_depth``: how many sub-graph calls (``task: "#id"``) may nest.
+    MAX_DEPTH = 32
+
+    def __init__(self, driver: FlowDriver | None = None, *, max_depth: int = MAX_DEPTH) -> None:
+        #: Sub-graphs calling sub-graphs nest at most this deep; deeper raises
+        #: :class:`GraphDefinitionError` (each level costs about a dozen Python frames).
+        self.max_depth = max_depth
         self._default_driver: FlowDriver = driver if driver is not None else SimpleFlowDriver()
         self._drivers: dict[str, FlowDriver] = {}
         self._graphs: dict[str, Graph] = {}

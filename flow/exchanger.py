@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
+
+from flow.errors import GraphDefinitionError, StepBudgetError
 
 if TYPE_CHECKING:
     from flow.context import FlowContext
     from flow.driver import FlowDriver
     from flow.engine import FlowEngine
-    from flow.graph import Graph
+    from flow.graph import Graph, Node
+
+_UNLIMITED = sys.maxsize
 
 
 class _StepCounter:
-    """Steps spent so far; one instance is shared by an evaluation and its sub-graph copies."""
+    """Steps spent so far; one instance is shared by an evaluation and its sub-graph copies.
 
-    __slots__ = ("count",)
+    ``count`` is the ``steps=`` budget's (recorded nodes; the eval stops past it); ``visits``
+    counts every node the walk passes and every loop iteration, against ``limit`` (the step
+    budget that raises :class:`StepBudgetError`; unlimited unless the caller sets one).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("count", "limit", "visits")
+
+    def __init__(self, limit: int = _UNLIMITED) -> None:
         self.count = 0
+        self.visits = 0
+        self.limit = limit
 
 
 class FlowExchanger:
@@ -35,6 +47,7 @@ class FlowExchanger:
         "_step_counter",
         "_stopped",
         "context",
+        "depth",
         "driver",
         "engine",
         "graph",
@@ -52,6 +65,7 @@ class FlowExchanger:
         context: FlowContext,
         *,
         steps: int = -1,
+        max_steps: int | None = None,
         step_counter: _StepCounter | None = None,
     ) -> None:
         self.graph = graph
@@ -59,7 +73,11 @@ class FlowExchanger:
         self.driver = driver
         self.context = context
         self.steps = steps
-        self._step_counter = step_counter or _StepCounter()
+        if step_counter is None:
+            step_counter = _StepCounter(_UNLIMITED if max_steps is None else max_steps)
+        self._step_counter = step_counter
+        #: How many sub-graph calls deep this exchanger's graph runs (0 for the root graph).
+        self.depth = 0
         # Made on first use: only parallel, inclusive and loop nodes need them.
         self._counters: dict[tuple[str, str], int] | None = None
         self._stacks: dict[tuple[str, str], list[Any]] | None = None
@@ -82,6 +100,7 @@ class FlowExchanger:
             step_counter=self._step_counter,
         )
         copied.silent = self.silent
+        copied.depth = self.depth
         return copied
 
     # -- control -----------------------------------------------------------------------
@@ -136,6 +155,28 @@ class FlowExchanger:
         if self.steps >= 0:
             self._step_counter.count -= 1
 
+    @property
+    def max_steps(self) -> int | None:
+        """The step budget that raises :class:`StepBudgetError` (``None``: unlimited)."""
+        limit = self._step_counter.limit
+        return None if limit == _UNLIMITED else limit
+
+    def reset_steps(self) -> None:
+        """Start a new walk's step budget (the workflow executor walks several times per
+        operation with copies of one exchanger; each walk gets the whole budget)."""
+        self._step_counter.count = 0
+        self._step_counter.visits = 0
+
+    def over_budget(self, node: Node) -> None:
+        """Raise :class:`StepBudgetError` for ``node`` (the walk calls this once
+        ``visits`` passed ``limit``; the check itself is inlined in the walk's loop)."""
+        raise StepBudgetError(
+            graph_id=node.graph.id,
+            node_id=node.id,
+            instance_id=self.context.instance_id,
+            budget=self._step_counter.limit,
+        )
+
     # -- per-eval join state -----------------------------------------------------------
     def counter_incr(self, graph: Graph, key: str) -> int:
         counters = self._join_counters()
@@ -163,9 +204,22 @@ class FlowExchanger:
         """Evaluate ``graph`` as a sub-graph of this evaluation (same context, shared steps).
 
         If the sub-graph neither reached its END nor stopped, the calling branch is interrupted.
+        Sub-graphs calling sub-graphs nest at most ``engine.max_depth`` deep (a graph that
+        calls itself, directly or not, would otherwise recurse until Python's stack ends):
+        deeper raises :class:`GraphDefinitionError` naming the calling graph.
         """
+        limit = self.engine.max_depth
+        if self.depth >= limit:
+            raise GraphDefinitionError(
+                f"Sub-graph {graph.id!r} called from graph {self.graph.id!r} would nest more than "
+                f"{limit} sub-graphs deep (does a graph call itself?); limit: "
+                "FlowEngine(max_depth=...)",
+                graph_id=self.graph.id,
+            )
         self.prev_step()
-        self.engine.eval_exchanger(graph, self.copy(graph))
+        child = self.copy(graph)
+        child.depth = self.depth + 1
+        self.engine.eval_exchanger(graph, child)
         if not self.is_stopped and not self.context.trace.is_end(graph.id):
             self.interrupt()
 

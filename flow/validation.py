@@ -5,8 +5,10 @@ misbehave at run time is reported here. Errors: duplicate node ids, links to unk
 with an empty ``nextId``), expressions that do not parse or break the sandbox's static limits
 (``$path`` task scripts stored in the graph meta included), a bad loop ``$in``. Warnings: an
 explicit unknown ``type``, a ``$path`` task that names no script in the meta, several default
-links on one exclusive gateway, unreachable nodes and a parallel join that can never receive all
-its branches.
+links on one exclusive gateway, unreachable nodes, a parallel join that can never receive all
+its branches, and a cycle with no activity in it (no human task can stop a walk inside it, so
+an evaluation that enters it repeats it until a condition leads out and a workflow walk ends
+with ``StepBudgetError``).
 
 The join check is deliberately conservative (no false alarms): it warns only when an incoming link
 comes from a node that never flows out along it (an unreachable node or an END node), or when two
@@ -58,6 +60,7 @@ def validate_graph(graph: Graph) -> list[Problem]:
         *_exclusive_defaults(graph),
         *_unreachable(graph),
         *_starved_joins(graph),
+        *_automatic_cycles(graph),
     ]
     return sorted(problems, key=lambda p: p.severity != "error")
 
@@ -278,3 +281,83 @@ def _on_cycle(node: Node) -> bool:
             seen.add(current.id)
             todo.extend(_targets(current))
     return False
+
+
+def _automatic_cycles(graph: Graph) -> Iterator[Problem]:
+    """One warning per cycle of nodes none of which is an activity (the nodes a
+    ``BlockStateController`` — the default — makes human tasks), at its first node in layout
+    order. Gateways, loops and start nodes run without waiting, so nothing breaks such a cycle
+    but a condition."""
+    candidates = {
+        node_id: node
+        for node_id, node in graph.nodes.items()
+        if node.type not in (NodeType.ACTIVITY, NodeType.END)
+    }
+    order = {node_id: index for index, node_id in enumerate(graph.nodes)}
+    for component in _cycles(candidates):
+        members = sorted(component, key=order.__getitem__)
+        shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+        yield _warning(
+            members[0],
+            f"cycle {shown} has no activity node, so no human task stops a walk inside it: an "
+            "evaluation that enters it repeats it until a condition leads out, and a workflow "
+            "walk ends with StepBudgetError",
+        )
+
+
+def _cycles(nodes: dict[str, Node]) -> list[set[str]]:
+    """The strongly connected components of ``nodes`` (links to other nodes ignored) that
+    contain a cycle, found with an iterative Tarjan so any graph size is fine."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[set[str]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = []
+        _visit(root, nodes, index, low, stack, on_stack, work)
+        while work:
+            node_id, successors = work[-1]
+            target = next(successors, None)
+            if target is not None:
+                if target not in index:
+                    _visit(target, nodes, index, low, stack, on_stack, work)
+                elif target in on_stack:
+                    low[node_id] = min(low[node_id], index[target])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node_id])
+            if low[node_id] == index[node_id]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node_id:
+                        break
+                if len(component) > 1 or node_id in _successors(nodes[node_id], nodes):
+                    found.append(component)
+    return found
+
+
+def _visit(
+    node_id: str,
+    nodes: dict[str, Node],
+    index: dict[str, int],
+    low: dict[str, int],
+    stack: list[str],
+    on_stack: set[str],
+    work: list[tuple[str, Iterator[str]]],
+) -> None:
+    index[node_id] = low[node_id] = len(index)
+    stack.append(node_id)
+    on_stack.add(node_id)
+    work.append((node_id, iter(_successors(nodes[node_id], nodes))))
+
+
+def _successors(node: Node, nodes: dict[str, Node]) -> list[str]:
+    return [target.id for target in _targets(node) if target.id in nodes]

@@ -27,6 +27,7 @@ def sql_workflow(
     cache: CacheMode = "operation",
     plain_json: bool = False,
     limits: CodecLimits | None = None,
+    max_steps: int | None = WorkflowExecutor.MAX_STEPS,
 ) -> WorkflowExecutor:
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
@@ -35,7 +36,8 @@ def sql_workflow(
 
     ``plain_json=True`` stores dates, times, decimals and UUIDs as plain JSON strings in both
     tables (for fleets shared with Go services; such values read back as ``str``); ``limits``
-    bounds the stored variables (:class:`flow.codec.CodecLimits`)."""
+    bounds the stored variables (:class:`flow.codec.CodecLimits`). ``max_steps`` is the
+    executor's step budget per walk (see :class:`WorkflowExecutor`)."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
@@ -45,6 +47,7 @@ def sql_workflow(
             db, tables, cache=cache, flow_engine=engine, plain_json=plain_json, limits=limits
         ),
         recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits),
+        max_steps=max_steps,
     )
 
 

@@ -9,7 +9,7 @@ operation in one unit of work (a transaction for ``flow_sqla``).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -44,7 +44,19 @@ _CURRENT_STATES = (TaskState.WAITING, TaskState.UNKNOWN)
 class WorkflowExecutor:
     """Claims, finds and submits tasks. Defaults: :class:`BlockStateController` and a fresh
     :class:`InMemoryStateRepository`; ``recorder`` (optional) receives one
-    :class:`TaskRecord` per successful submit, inside the submit's unit of work."""
+    :class:`TaskRecord` per successful submit, inside the submit's unit of work.
+
+    ``max_steps`` is the step budget of every walk an operation makes: a walk that passes more
+    nodes (and loop iterations) than that raises :class:`~flow.errors.StepBudgetError` naming
+    the graph, node and instance, and the operation's unit of work ends with the error (a
+    ``flow_sqla`` transaction rolls back and releases the instance row lock). Walks pass every
+    node they have completed, so an edge back to an earlier task, or a cycle of automatic
+    nodes, would otherwise go round forever while holding that lock. ``None`` means unlimited.
+    """
+
+    #: Default of ``max_steps``: far above any acyclic graph's walk (a walk passes each node
+    #: once per incoming branch), small enough to end a runaway walk within about a second.
+    MAX_STEPS = 100_000
 
     def __init__(
         self,
@@ -53,8 +65,10 @@ class WorkflowExecutor:
         state_repository: StateRepository | None = None,
         *,
         recorder: TaskRecorder | None = None,
+        max_steps: int | None = MAX_STEPS,
     ) -> None:
         self.engine = engine
+        self.max_steps = max_steps
         self.state_controller: StateController = (
             state_controller if state_controller is not None else BlockStateController()
         )
@@ -161,7 +175,9 @@ class WorkflowExecutor:
         """Evaluate ``graph`` from its start (trace cleared) with ``kind`` as the intent."""
         intent = WorkflowIntent(graph, kind)
         with ctx.scoped(INTENT_KEY, intent):
-            exchanger = FlowExchanger(graph, self.engine, driver or self._driver(graph), ctx)
+            exchanger = FlowExchanger(
+                graph, self.engine, driver or self._driver(graph), ctx, max_steps=self.max_steps
+            )
             exchanger.silent = driver is not None and driver.dry_run
             exchanger.record_clear()
             self.engine.eval_exchanger(graph, exchanger)
@@ -203,11 +219,13 @@ class WorkflowExecutor:
     ) -> Node | None:
         """Apply ``action``; returns the task current afterwards when the action's last step
         already found it (a forward ending with a find walk), else ``None``."""
-        exchanger = FlowExchanger(graph, self.engine, self._driver(graph), ctx)
+        exchanger = FlowExchanger(
+            graph, self.engine, self._driver(graph), ctx, max_steps=self.max_steps
+        )
         if action == TaskAction.FORWARD:
             return self._forward(graph, node, exchanger)
         if action == TaskAction.BACK:
-            self._back(node, ctx, set())
+            self._back(node, ctx)
         elif action in (TaskAction.FORWARD_JUMP, TaskAction.BACK_JUMP):
             self._jump(graph, node, exchanger, forward=action == TaskAction.FORWARD_JUMP)
         elif action == TaskAction.RESTART:
@@ -246,6 +264,7 @@ class WorkflowExecutor:
             if target is not None and self.state_controller.is_auto_forward(ctx, target):
                 exchanger.record_clear()
                 walker = exchanger.copy(target.graph)
+                walker.reset_steps()
                 walker.reverting = False
                 if submit_driver is not None:
                     submit_driver.only_completed = True
@@ -253,21 +272,34 @@ class WorkflowExecutor:
                 current = _end_reached(graph, target, driver, ctx)
         return current
 
-    def _back(self, node: Node, ctx: FlowContext, visited: set[Node]) -> None:
-        """Remove the node's state and its predecessors' (through gateways, recursively)."""
-        if node in visited:
-            return
-        visited.add(node)
+    def _back(self, node: Node, ctx: FlowContext) -> None:
+        """Remove the node's state and its predecessors' (through gateways, transitively).
+
+        The reference recurses into each gateway predecessor as it meets it; this runs the
+        same depth-first order from an explicit stack, so a long chain of gateways cannot
+        exhaust Python's stack."""
         repository = self.state_repository
-        repository.state_remove(ctx, node)
-        for prev in node.prev_nodes:
-            if prev.type == NodeType.ACTIVITY:
+        visited: set[Node] = set()
+        todo: list[Iterator[Node]] = []
+        current: Node | None = node
+        while True:
+            if current is not None and current not in visited:
+                visited.add(current)
+                repository.state_remove(ctx, current)
+                todo.append(iter(current.prev_nodes))
+            current = None
+            if not todo:
+                return
+            prev = next(todo[-1], None)
+            if prev is None:
+                todo.pop()
+            elif prev.type == NodeType.ACTIVITY:
                 repository.state_remove(ctx, prev)
             elif prev.type.is_gateway:
                 for child in prev.next_nodes:
                     if child.type == NodeType.ACTIVITY:
                         repository.state_remove(ctx, child)
-                self._back(prev, ctx, visited)
+                current = prev
 
     def _jump(self, graph: Graph, node: Node, exchanger: FlowExchanger, *, forward: bool) -> None:
         """Forward (or back) the current task until ``node`` is current, then make it WAITING;
@@ -285,7 +317,7 @@ class WorkflowExecutor:
             if forward:
                 self._forward(graph, task.node, exchanger)
             else:
-                self._back(task.node, ctx, set())
+                self._back(task.node, ctx)
 
     # -- history -----------------------------------------------------------------------
     def _record(
@@ -349,7 +381,7 @@ class WorkflowExecutor:
     def __repr__(self) -> str:
         return (
             f"WorkflowExecutor({self.state_controller!r}, {self.state_repository!r}, "
-            f"recorder={self.recorder!r})"
+            f"recorder={self.recorder!r}, max_steps={self.max_steps!r})"
         )
 
 

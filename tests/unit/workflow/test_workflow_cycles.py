@@ -1,0 +1,219 @@
+"""Cycles end with StepBudgetError instead of hanging (issue 11 item 4).
+
+Every workflow walk passes the nodes it has completed, so a walk that enters a cycle whose
+nodes are all completed (an edge back to an earlier task), or a cycle of automatic nodes, goes
+round forever — while a SQL repository holds the instance row lock. The executor's step budget
+(``max_steps``) ends such a walk with a typed error naming the graph, node and instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import pytest
+from wf_support import ListRecorder, load
+
+from flow import FlowContext, FlowEngine, FlowError, Graph, StepBudgetError
+from flow.workflow import (
+    ActorStateController,
+    InMemoryStateRepository,
+    NotBlockStateController,
+    TaskAction,
+    TaskState,
+    WorkflowExecutor,
+)
+
+REJECT = """
+id: reject
+layout:
+  - {id: s, type: start}
+  - {id: apply, meta: {actor: employee}}
+  - {id: review, meta: {actor: manager}}
+  - {id: gw, type: exclusive, link: [{nextId: e, when: "approved == true"}, {nextId: apply}]}
+  - {id: e, type: end}
+"""
+
+AUTO_CYCLE = """
+id: auto
+layout:
+  - {id: s, type: start}
+  - {id: a, type: exclusive, link: b}
+  - {id: b, type: inclusive, link: c}
+  - {id: c, type: parallel, link: a}
+"""
+
+
+def _executor(text: str, **options: Any) -> tuple[WorkflowExecutor, Graph]:
+    engine = FlowEngine()
+    graph = load(engine, text)
+    return WorkflowExecutor(engine, ActorStateController(), **options), graph
+
+
+def _to_review(executor: WorkflowExecutor) -> None:
+    ctx = FlowContext.of("i1", {"actor": "employee", "approved": False})
+    task = executor.claim_task("reject", ctx)
+    assert task is not None and task.node.id == "apply"
+    executor.submit_task(task, TaskAction.FORWARD, ctx)
+
+
+def test_default_budget_and_repr() -> None:
+    executor = WorkflowExecutor(FlowEngine())
+    assert executor.max_steps == WorkflowExecutor.MAX_STEPS == 100_000
+    assert "max_steps=100000" in repr(executor)
+
+
+def test_forward_into_an_edge_back_to_apply_raises_step_budget_error() -> None:
+    recorder = ListRecorder()
+    executor, _ = _executor(REJECT, recorder=recorder, max_steps=1_000)
+    _to_review(executor)
+    ctx = FlowContext.of("i1", {"actor": "manager", "approved": False})
+    task = executor.claim_task("reject", ctx)
+    assert task is not None and task.node.id == "review"
+    with pytest.raises(StepBudgetError) as caught:
+        executor.submit_task(task, TaskAction.FORWARD, ctx)
+    error = caught.value
+    assert (error.graph_id, error.instance_id, error.budget) == ("reject", "i1", 1_000)
+    assert error.node_id in {"s", "apply", "review", "gw"}
+    assert "graph 'reject'" in str(error) and "instance 'i1'" in str(error)
+    assert isinstance(error, FlowError)
+    assert len(recorder.records) == 1  # only apply's forward: the failed submit records nothing
+
+
+def test_approved_path_of_the_same_graph_still_completes() -> None:
+    executor, _ = _executor(REJECT, max_steps=1_000)
+    _to_review(executor)
+    ctx = FlowContext.of("i1", {"actor": "manager", "approved": True})
+    task = executor.claim_task("reject", ctx)
+    assert task is not None
+    executor.submit_task(task, TaskAction.FORWARD, ctx)
+    assert executor.claim_task("reject", ctx) is None
+    assert executor.find_task("reject", ctx).is_end  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("operation", ["claim_task", "find_task", "find_next_tasks"])
+def test_every_walk_over_a_cycle_of_automatic_nodes_raises(operation: str) -> None:
+    executor, _ = _executor(AUTO_CYCLE, max_steps=500)
+    with pytest.raises(StepBudgetError, match=r"graph 'auto' \(instance 'x'\)") as caught:
+        getattr(executor, operation)("auto", FlowContext.of("x"))
+    assert caught.value.node_id in {"a", "b", "c"}
+
+
+@pytest.mark.parametrize("action", [TaskAction.FORWARD, TaskAction.FORWARD_JUMP])
+def test_submits_walking_a_cycle_raise(action: TaskAction) -> None:
+    text = """
+    id: sub
+    layout:
+      - {id: s, type: start}
+      - {id: t, meta: {actor: a}}
+      - {id: g, type: exclusive, link: h}
+      - {id: h, type: exclusive, link: g}
+    """
+    executor, graph = _executor(text, max_steps=300)
+    ctx = FlowContext.of("i1", {"actor": "a"})
+    with pytest.raises(StepBudgetError):
+        executor.submit_task_at(graph, "t" if action == TaskAction.FORWARD else "h", action, ctx)
+
+
+def test_a_cycle_of_automatic_activities_under_not_block_raises() -> None:
+    engine = FlowEngine()
+    graph = load(
+        engine,
+        """
+        id: nb
+        layout:
+          - {id: s, type: start}
+          - {id: a, task: "n = (n or 0) + 1"}
+          - {id: b, link: a}
+        """,
+    )
+    executor = WorkflowExecutor(engine, NotBlockStateController(), max_steps=200)
+    ctx = FlowContext.of("i1")
+    with pytest.raises(StepBudgetError):
+        executor.claim_task(graph, ctx)
+    assert ctx.get("n") == 1  # each task ran once: completed nodes are passed, not re-run
+
+
+def test_the_instance_lock_is_released_after_the_error() -> None:
+    executor, _ = _executor(AUTO_CYCLE, max_steps=100)
+    with pytest.raises(StepBudgetError):
+        executor.claim_task("auto", FlowContext.of("x"))
+    outcome: list[object] = []
+
+    def other() -> None:
+        try:
+            executor.find_task("auto", FlowContext.of("x"))
+        except StepBudgetError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(timeout=10)
+    assert not thread.is_alive() and len(outcome) == 1
+
+
+def test_each_walk_of_an_operation_gets_the_whole_budget() -> None:
+    """A forward walks several times (find walks, one per next node): the budget is per walk,
+    so a graph whose single walk fits passes however many walks the submit makes."""
+    lines = "\n".join(f"  - {{id: g{i}, type: exclusive}}" for i in range(150))
+    text = f"""
+id: long
+layout:
+  - {{id: s, type: start}}
+  - {{id: t, meta: {{actor: a}}, link: [g0, p]}}
+  - {{id: p, type: parallel, link: g0}}
+{lines}
+  - {{id: u, meta: {{actor: a}}}}
+  - {{id: e, type: end}}
+"""
+    executor, graph = _executor(text, max_steps=200)
+    ctx = FlowContext.of("i1", {"actor": "a"})
+    task = executor.claim_task(graph, ctx)
+    assert task is not None and task.node.id == "t"
+    executor.submit_task(task, TaskAction.FORWARD, ctx)
+    assert executor.claim_task(graph, ctx).node.id == "u"  # type: ignore[union-attr]
+    tight, _ = _executor(text, max_steps=100)
+    with pytest.raises(StepBudgetError):
+        tight.submit_task_at(graph, "t", TaskAction.FORWARD, FlowContext.of("i2", {"actor": "a"}))
+
+
+def test_unlimited_budget_walks_long_acyclic_graphs() -> None:
+    lines = "\n".join(f"  - {{id: g{i}, type: exclusive}}" for i in range(3_000))
+    text = f"id: big\nlayout:\n  - {{id: s, type: start}}\n{lines}\n  - {{id: e, type: end}}\n"
+    unlimited, graph = _executor(text, max_steps=None)
+    assert unlimited.claim_task(graph, FlowContext.of("i1")) is None
+    default, _ = _executor(text)
+    assert default.claim_task(graph, FlowContext.of("i2")) is None
+    tight, _ = _executor(text, max_steps=1_000)
+    with pytest.raises(StepBudgetError):
+        tight.claim_task(graph, FlowContext.of("i3"))
+
+
+def test_a_loop_over_an_endless_iterator_raises_in_the_workflow() -> None:
+    engine = FlowEngine()
+    graph = load(
+        engine,
+        """
+        id: endless
+        layout:
+          - {id: s, type: start}
+          - {id: l, type: loop, meta: {$for: i, $in: items}, link: []}
+          - {id: e, type: end}
+        """,
+    )
+    executor = WorkflowExecutor(engine, NotBlockStateController(), max_steps=1_000)
+    with pytest.raises(StepBudgetError, match="node 'l'"):
+        executor.claim_task(graph, FlowContext.of("i1", {"items": itertools.count()}))
+
+
+def test_states_written_before_the_error_are_those_of_the_in_memory_repository() -> None:
+    """Without a unit of work the in-memory repository keeps what the walk wrote before
+    the error (as for any error); a transactional repository keeps nothing."""
+    repo = InMemoryStateRepository()
+    engine = FlowEngine()
+    load(engine, AUTO_CYCLE)
+    executor = WorkflowExecutor(engine, ActorStateController(), repo, max_steps=50)
+    with pytest.raises(StepBudgetError):
+        executor.claim_task("auto", FlowContext.of("x"))
+    assert set(repo.states("x").values()) <= {TaskState.COMPLETED}
