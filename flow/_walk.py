@@ -16,6 +16,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from flow.errors import ConditionError, FlowError, GraphDefinitionError, TaskError
+from flow.exchanger import UNLIMITED
 from flow.node_type import NodeType
 from flow.stepper import parse_range
 
@@ -84,22 +85,25 @@ class Walk:
         ex = self.ex
         pending = self.pending
         counter = ex._step_counter
+        limited = counter.limit < UNLIMITED  # a plain eval has no raising budget
         while True:
             while node is not None:
                 if ex.branch_ends():
                     break
-                counter.visits += 1
-                if counter.visits > counter.limit:
-                    ex.over_budget(node)
                 if ex.reverting:
                     start = self.start_node
                     if node.id == start.id and node.graph.id == start.graph.id:
                         ex.reverting = False
                 else:
                     ex.context.trace.record_node(node.graph, node)
-                if not ex.reverting and not ex.next_step():
-                    ex.stop()
-                    break
+                if not ex.reverting:
+                    if limited:
+                        counter.left -= 1
+                        if counter.left < 0:
+                            ex.over_budget(node)
+                    if ex.steps >= 0 and not ex.next_step():
+                        ex.stop()
+                        break
                 node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
             if not pending:
                 return
@@ -157,12 +161,23 @@ class Walk:
             return False
         return self.node_end(node)
 
-    def flow_out(
-        self, node: Node, start: int = 0, after: Callable[[Node | None], Node | None] | None = None
+    def flow_out(self, node: Node) -> Node | None:
+        """Every link whose condition is empty or true, in order: the first one found is
+        returned to run now and, unless it is the last link, the test of the following links
+        is pushed to resume after its branch."""
+        links = node.next_link_list
+        last = len(links) - 1
+        for index, link in enumerate(links):
+            if link.when is None or self.condition(node.graph, link.when, True):
+                if index < last:
+                    self.pending.append(partial(self.flow_out_from, node, index + 1, None))
+                return link.next_node
+        return None
+
+    def flow_out_from(
+        self, node: Node, start: int, after: Callable[[Node | None], Node | None] | None
     ) -> Node | None:
-        """Every link from ``start`` on whose condition is empty or true, in order: the first
-        one found is returned to run now and, unless it is the last link, the test of the
-        following links is pushed to resume after its branch. ``after`` receives the branch
+        """:meth:`flow_out` from link ``start`` on; ``after`` (if given) receives the branch
         that ends the outflow (the last link's target, or ``None``) and returns what to run."""
         links = node.next_link_list
         last = len(links) - 1
@@ -170,7 +185,7 @@ class Walk:
             link = links[index]
             if link.when is None or self.condition(node, link.when, True, link):
                 if index < last:
-                    self.pending.append(partial(self.flow_out, node, index + 1, after))
+                    self.pending.append(partial(self.flow_out_from, node, index + 1, after))
                     return link.next_node
                 return after(link.next_node) if after is not None else link.next_node
         return after(None) if after is not None else None
@@ -278,11 +293,11 @@ class _LoopStart:
         if ex.is_stopped or not self.cursor.has_next():
             return None
         counter = ex._step_counter
-        counter.visits += 1
-        if counter.visits > counter.limit:
+        counter.left -= 1
+        if counter.left < 0:
             ex.over_budget(self.node)
         ex.context.put(self.for_key, self.cursor.next())
-        return self.walk.flow_out(self.node, 0, self.last_branch)
+        return self.walk.flow_out_from(self.node, 0, self.last_branch)
 
     def last_branch(self, tail: Node | None) -> Node | None:
         """Run the iteration's last branch; the next item follows it, if there is one."""

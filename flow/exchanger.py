@@ -13,23 +13,24 @@ if TYPE_CHECKING:
     from flow.engine import FlowEngine
     from flow.graph import Graph, Node
 
-_UNLIMITED = sys.maxsize
+UNLIMITED = sys.maxsize
+"""The step budget of an evaluation that has none (``_StepCounter.limit``)."""
 
 
 class _StepCounter:
     """Steps spent so far; one instance is shared by an evaluation and its sub-graph copies.
 
-    ``count`` is the ``steps=`` budget's (recorded nodes; the eval stops past it); ``visits``
-    counts every node the walk passes and every loop iteration, against ``limit`` (the step
-    budget that raises :class:`StepBudgetError`; unlimited unless the caller sets one).
+    ``count`` is the ``steps=`` budget's (recorded nodes; the eval stops past it); ``left``
+    counts down from ``limit`` (the step budget that raises :class:`StepBudgetError`;
+    unlimited unless the caller sets one) once per node run and per loop iteration.
     """
 
-    __slots__ = ("count", "limit", "visits")
+    __slots__ = ("count", "left", "limit")
 
-    def __init__(self, limit: int = _UNLIMITED) -> None:
+    def __init__(self, limit: int = UNLIMITED) -> None:
         self.count = 0
-        self.visits = 0
         self.limit = limit
+        self.left = limit
 
 
 class FlowExchanger:
@@ -74,7 +75,7 @@ class FlowExchanger:
         self.context = context
         self.steps = steps
         if step_counter is None:
-            step_counter = _StepCounter(_UNLIMITED if max_steps is None else max_steps)
+            step_counter = _StepCounter(UNLIMITED if max_steps is None else max_steps)
         self._step_counter = step_counter
         #: How many sub-graph calls deep this exchanger's graph runs (0 for the root graph).
         self.depth = 0
@@ -159,17 +160,17 @@ class FlowExchanger:
     def max_steps(self) -> int | None:
         """The step budget that raises :class:`StepBudgetError` (``None``: unlimited)."""
         limit = self._step_counter.limit
-        return None if limit == _UNLIMITED else limit
+        return None if limit == UNLIMITED else limit
 
     def reset_steps(self) -> None:
         """Start a new walk's step budget (the workflow executor walks several times per
         operation with copies of one exchanger; each walk gets the whole budget)."""
         self._step_counter.count = 0
-        self._step_counter.visits = 0
+        self._step_counter.left = self._step_counter.limit
 
     def over_budget(self, node: Node) -> None:
-        """Raise :class:`StepBudgetError` for ``node`` (the walk calls this once
-        ``visits`` passed ``limit``; the check itself is inlined in the walk's loop)."""
+        """Raise :class:`StepBudgetError` for ``node`` (the walk calls this once the budget's
+        countdown went below zero; the countdown itself is inlined in the walk's loop)."""
         raise StepBudgetError(
             graph_id=node.graph.id,
             node_id=node.id,
