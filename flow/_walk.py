@@ -168,7 +168,7 @@ class Walk:
         links = node.next_link_list
         last = len(links) - 1
         for index, link in enumerate(links):
-            if link.when is None or self.condition(node.graph, link.when, True):
+            if link.when is None or self.condition(node, link.when, True, link):
                 if index < last:
                     self.pending.append(partial(self.flow_out_from, node, index + 1, None))
                 return link.next_node
