@@ -9,9 +9,14 @@ from flow.errors import SnapshotError
 from flow_sqla.errors import (
     ColumnDifference,
     CommitOutcomeUnknownError,
+    InvalidArgumentError,
     InvalidIdentifierError,
+    MigrationLockError,
     RepositoryError,
     SchemaMismatchError,
+    StaleCacheError,
+    UnstorableGraphError,
+    UnstorableValueError,
 )
 
 # --- repository / history (added by the repository engineer) -------------------------------
@@ -28,13 +33,18 @@ __all__ = [
     "CommitOutcomeUnknownError",
     "FlowTables",
     "HistoryEntry",
+    "InvalidArgumentError",
     "InvalidIdentifierError",
+    "MigrationLockError",
     "RepositoryError",
     "SchemaMismatchError",
     "Snapshot",
     "SnapshotError",
     "SqlStateRepository",
+    "StaleCacheError",
     "TaskHistoryRecorder",
+    "UnstorableGraphError",
+    "UnstorableValueError",
     "is_retryable",
     "run_in_transaction",
     "sql_workflow",

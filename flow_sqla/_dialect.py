@@ -8,9 +8,11 @@ dialect name themselves.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -21,7 +23,7 @@ from sqlalchemy.schema import ExecutableDDLElement
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import DDLCompiler, TypeCompiler
 
-from flow_sqla.errors import RepositoryError
+from flow_sqla.errors import MigrationLockError, RepositoryError
 
 if TYPE_CHECKING:
     from flow_sqla.tables import FlowTables
@@ -175,6 +177,100 @@ def _compile_modify_mysql(element: ModifyIdColumns, compiler: DDLCompiler, **kw:
     type_sql = compiler.dialect.type_compiler_instance.process(type_)
     modify = ", ".join(f"MODIFY {preparer.quote(c)} {type_sql} NOT NULL" for c in element.columns)
     return f"ALTER TABLE {table} {modify}"
+
+
+#: Seconds ``migrations.upgrade``/``downgrade`` wait for another process's migration of the
+#: same table set by default.
+MIGRATION_LOCK_TIMEOUT = 600.0
+
+
+@contextmanager
+def migration_lock(connection: sa.Connection, key: str, *, timeout: float) -> Iterator[None]:
+    """Hold a database-wide lock named after ``key`` (the table set) while the block runs, so
+    replicas migrating at once run one after the other; the later ones then find the schema
+    at head and do nothing. Enter it before anything is read.
+
+    When ``connection`` has no transaction yet, the lock's statement begins one, the block
+    runs in it (Alembic sees a caller's transaction and leaves it open) and it is committed
+    at the end, rolled back on an error. In a caller's transaction nothing is committed.
+
+    MySQL/MariaDB: ``GET_LOCK`` (session-level, released at the end or when the connection
+    drops; node-local on Galera). PostgreSQL: ``pg_advisory_xact_lock``, released when the
+    transaction ends. SQLite: ``BEGIN IMMEDIATE`` (the database's write lock, waiting up to
+    ``timeout`` as busy timeout; not taken inside a caller's transaction that has begun).
+    Raises :class:`MigrationLockError` when the lock is not obtained in ``timeout`` seconds.
+    """
+    external = connection.in_transaction()
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    release: Callable[[], None] | None = None
+    name = connection.dialect.name
+    if name in ("mysql", "mariadb"):
+        release = _mysql_lock(connection, f"flow_sqla.migrate.{digest.hex()[:40]}", timeout, key)
+    elif name == "postgresql":
+        _pg_lock(connection, int.from_bytes(digest[:8], "big", signed=True), timeout, key)
+    elif name == "sqlite" and not external:
+        _sqlite_lock(connection, timeout, key)
+    try:
+        yield
+    except BaseException:
+        if not external and connection.in_transaction():
+            connection.rollback()
+        raise
+    else:
+        if not external and connection.in_transaction():
+            connection.commit()
+    finally:
+        if release is not None:
+            release()
+            if not external and connection.in_transaction():
+                connection.rollback()  # only the release's own statement is in it
+
+
+def _mysql_lock(
+    connection: sa.Connection, lock: str, timeout: float, key: str
+) -> Callable[[], None]:
+    got = connection.execute(sa.select(sa.func.get_lock(lock, timeout))).scalar()
+    if got != 1:
+        raise MigrationLockError(key, timeout)
+
+    def release() -> None:
+        connection.execute(sa.select(sa.func.release_lock(lock)))
+
+    return release
+
+
+def _pg_lock(connection: sa.Connection, number: int, timeout: float, key: str) -> None:
+    """``pg_advisory_xact_lock`` under a ``lock_timeout`` of ``timeout`` for this statement
+    only: the setting is put back right after, so the migration's DDL keeps the server's."""
+    previous = connection.execute(sa.select(sa.func.current_setting("lock_timeout"))).scalar()
+    wait = f"{max(1, int(timeout * 1000))}ms"  # 0 would mean "wait forever"
+    connection.execute(sa.select(sa.func.set_config("lock_timeout", wait, True)))
+    try:
+        connection.execute(
+            sa.select(sa.func.pg_advisory_xact_lock(sa.cast(sa.literal(number), sa.BigInteger)))
+        )
+    except sa.exc.DBAPIError as exc:
+        if exc.orig is not None and _pg_lock_conflict(exc.orig):
+            raise MigrationLockError(key, timeout) from exc
+        raise
+    connection.execute(sa.select(sa.func.set_config("lock_timeout", previous, True)))
+
+
+def _sqlite_lock(connection: sa.Connection, timeout: float, key: str) -> None:
+    """``BEGIN IMMEDIATE`` with a busy timeout of ``timeout`` (put back once it is taken)."""
+    raw: Any = connection.connection.dbapi_connection
+    if raw is None or raw.in_transaction:
+        return
+    previous = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+    connection.exec_driver_sql(f"PRAGMA busy_timeout = {max(0, int(timeout * 1000))}")
+    try:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    except sa.exc.OperationalError as exc:
+        if exc.orig is not None and _sqlite_lock_conflict(exc.orig):
+            raise MigrationLockError(key, timeout) from exc
+        raise
+    finally:
+        connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(previous or 0)}")
 
 
 class DialectOps:
@@ -393,6 +489,7 @@ def _sqlite_lock_conflict(orig: BaseException) -> bool:
 
 __all__ = [
     "LOCK_COLUMNS",
+    "MIGRATION_LOCK_TIMEOUT",
     "ROW_COLUMNS",
     "WRITE_OPTIONS",
     "DialectOps",
@@ -403,4 +500,5 @@ __all__ = [
     "is_conflict",
     "is_driver_error",
     "json_dumps",
+    "migration_lock",
 ]

@@ -4,7 +4,8 @@ Callers of ``flow_sqla`` — and the engine — never see a driver's exception t
 timeout, deadlock or serialization failure becomes the retryable
 :class:`~flow.workflow.ConcurrentSubmitError`, a connection lost during ``COMMIT`` a
 :class:`~flow_sqla.errors.CommitOutcomeUnknownError`, any other database error a
-:class:`~flow_sqla.errors.RepositoryError` with the cause chained.
+:class:`~flow_sqla.errors.RepositoryError` with the cause chained, and
+text a driver cannot encode an :class:`~flow_sqla.errors.UnstorableValueError`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sqlalchemy.engine import Connection, RootTransaction
 from flow.errors import FlowError
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps, is_conflict
-from flow_sqla.errors import CommitOutcomeUnknownError, RepositoryError
+from flow_sqla.errors import CommitOutcomeUnknownError, RepositoryError, UnstorableValueError
 
 
 def translate(
@@ -105,6 +106,11 @@ class Translating:
     ) -> None:
         if isinstance(exc, sa.exc.SQLAlchemyError):
             raise translate(self._ops, exc, self._instance_id, at_commit=self.committing) from exc
+        if isinstance(exc, UnicodeEncodeError):
+            # Text the driver cannot send (a lone surrogate) that no earlier check caught.
+            raise UnstorableValueError(
+                "value", f"not valid UTF-8 ({exc.reason})", instance_id=self._instance_id
+            ) from exc
 
 
 def translating(ops: DialectOps, instance_id: str | None) -> Translating:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flow.errors import FlowError
+from flow.errors import FlowError, GraphDefinitionError
+from flow.workflow.errors import ConcurrentSubmitError
 
 
 class RepositoryError(FlowError):
@@ -111,10 +112,96 @@ class SchemaMismatchError(RepositoryError):
         )
 
 
+class StaleCacheError(ConcurrentSubmitError):
+    """``cache="process"``: the row this process cached was changed by another process since.
+
+    The operation was decided on the old row, so nothing of it is written (a claim would
+    otherwise bring a task another process completed back to WAITING). The cached row is
+    dropped: a retry reads the row afresh. Retryable, like every
+    :class:`~flow.workflow.ConcurrentSubmitError`; frequent ones mean several processes share
+    instances, which ``cache="operation"`` (the default) is for.
+    """
+
+    def __init__(self, instance_id: str) -> None:
+        super().__init__(
+            instance_id,
+            f"Instance {instance_id!r} was changed by another process since this process "
+            "cached it (cache='process'); nothing was written, retry the operation",
+        )
+
+
+class MigrationLockError(RepositoryError):
+    """Another process kept the migration lock of this table set longer than the timeout
+    (``migrations.upgrade(..., lock_timeout=...)``): nothing was migrated by this call."""
+
+    def __init__(self, table_set: str, timeout: float) -> None:
+        self.table_set = table_set
+        self.timeout = timeout
+        super().__init__(
+            f"Timed out after {timeout:g} s waiting for another process's migration of "
+            f"{table_set!r}; nothing was migrated by this call"
+        )
+
+
+class InvalidArgumentError(FlowError, ValueError):
+    """An argument of a query is out of range (a page ``limit`` below 1, a non-integer
+    keyset id); names the argument and the value."""
+
+    def __init__(self, name: str, value: object, reason: str) -> None:
+        self.name = name
+        self.value = value
+        super().__init__(f"Invalid {name} {value!r}: {reason}")
+
+
+class UnstorableValueError(FlowError, ValueError):
+    """A value the tables cannot hold exactly: longer than its column (an instance id, actor or
+    auditor over 64 characters, a message over 65,535 UTF-8 bytes) or not encodable as UTF-8
+    (a lone surrogate such as ``"\\ud800"``). Raised before any SQL is sent, on every dialect
+    alike — never clipped, never left to the driver. ``field`` names the value, ``instance_id``
+    the instance when there is one.
+    """
+
+    def __init__(
+        self, field: str, reason: str, *, instance_id: str | None = None, value: str = ""
+    ) -> None:
+        self.field = field
+        self.reason = reason
+        self.instance_id = instance_id
+        where = f" (instance {instance_id!r})" if instance_id is not None else ""
+        shown = f" {_preview(value)}" if value else ""
+        super().__init__(f"Cannot store the {field}{shown}: {reason}{where}")
+
+
+class UnstorableGraphError(GraphDefinitionError):
+    """A graph whose ids do not fit the history table: its id or a node id is longer than 64
+    characters or not encodable as UTF-8. Raised the first time the graph is used with the SQL
+    repository or recorder, before anything is written, so no instance of it ever starts and
+    gets stuck. ``problems`` lists each offending id."""
+
+    def __init__(self, graph_id: str, problems: list[str]) -> None:
+        super().__init__(
+            f"Graph {_preview(graph_id)} cannot be used with SQL storage",
+            graph_id=graph_id,
+            problems=problems,
+        )
+
+
+def _preview(value: str, limit: int = 80) -> str:
+    """``repr`` of ``value`` cut to ``limit`` characters: error messages stay readable when
+    the value is the problem (a 10 MB message)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]} ({len(value)} chars)"
+
+
 __all__ = [
     "ColumnDifference",
     "CommitOutcomeUnknownError",
+    "InvalidArgumentError",
     "InvalidIdentifierError",
+    "MigrationLockError",
     "RepositoryError",
     "SchemaMismatchError",
+    "StaleCacheError",
+    "UnstorableGraphError",
+    "UnstorableValueError",
 ]

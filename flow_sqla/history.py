@@ -1,27 +1,56 @@
-"""Task history: one ``bpm_flow_task`` row per successful submit, and typed queries over it."""
+"""Task history: one ``bpm_flow_task`` row per successful submit, and typed queries over it.
+
+Queries page by keyset on ``id`` and read the ``variables`` column as text, decoding it row by
+row: a row whose JSON is corrupt comes back marked (``HistoryEntry.problem``) instead of
+failing the whole page.
+"""
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.engine import Connection, Engine
 
 from flow.codec import CodecLimits
 from flow.context import FlowContext
+from flow.errors import SnapshotError
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
+from flow_sqla._limits import GraphChecks, check_id, check_message, check_readable
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
+from flow_sqla.errors import InvalidArgumentError
 from flow_sqla.tables import FlowTables
 
 _NAME_LENGTH = 64
+#: The columns of an entry, in the order :meth:`TaskHistoryRecorder._entry` takes them
+#: (``variables`` follows, read as text).
+_ENTRY_COLUMNS = (
+    "id",
+    "flow_ins_id",
+    "proc_def_id",
+    "task_id",
+    "source_node_code",
+    "source_node_name",
+    "source_node_type",
+    "target_node_code",
+    "target_node_name",
+    "target_node_type",
+    "assignee",
+    "status",
+    "form_id",
+    "message",
+    "creator",
+    "create_time",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,8 +58,11 @@ class HistoryEntry:
     """One row of the history: who moved the instance from which node to which, and how.
 
     Node types are the stored ``NodeType`` names (``"ACTIVITY"``); node names are ``""`` for
-    nodes without a title (what the Go plugin writes); ``status`` is the action's
-    target state; ``variables`` are decoded; ``created_at`` is naive UTC.
+    nodes without a title (what the Go plugin writes); ``status`` is the action's target
+    state; ``variables`` are decoded; ``created_at`` is naive UTC. ``problem`` is ``None`` for
+    a sound row; for a row whose ``variables`` cannot be decoded (not JSON, nested deeper than
+    Python decodes, not an object, an unknown codec tag) it says why, and ``variables`` is then
+    empty — the other columns are as stored.
     """
 
     id: int
@@ -50,6 +82,7 @@ class HistoryEntry:
     message: str | None
     creator: str | None
     created_at: datetime | None
+    problem: str | None = None
 
 
 class TaskHistoryRecorder:
@@ -79,6 +112,14 @@ class TaskHistoryRecorder:
         self._insert = self._table.insert().inline()
         self._inserts: dict[tuple[str, ...], sa.Insert] = {}
         self._prepared = PreparedStatements()
+        self._graphs = GraphChecks()
+        t = self._table
+        # ``variables`` as text, decoded per row (see _entry): one corrupt row must not fail
+        # the page. CAST renders per dialect (MySQL ``CHAR``, elsewhere ``TEXT``).
+        self._columns = [
+            *(t.c[name] for name in _ENTRY_COLUMNS),
+            sa.cast(t.c.variables, sa.Text()).label("variables"),
+        ]
 
     def record(self, ctx: FlowContext, record: TaskRecord) -> None:
         """Append ``record``. Raises :class:`~flow_sqla.errors.RepositoryError` on database
@@ -106,10 +147,21 @@ class TaskHistoryRecorder:
             insert = self._inserts[columns] = self._insert.values(binds)
         return insert
 
-    def history(self, instance_id: str) -> list[HistoryEntry]:
-        """Every entry of one instance, oldest first."""
+    def history(
+        self, instance_id: str, *, limit: int | None = None, after_id: int | None = None
+    ) -> list[HistoryEntry]:
+        """Entries of one instance, oldest first: all of them, or at most ``limit``; pass the
+        last ``id`` of a page as ``after_id`` for the next one (keyset paging on ``id``, as
+        fast on page 100 as on page 1). Raises :class:`InvalidArgumentError` for a ``limit``
+        below 1 or a non-integer ``after_id``."""
+        check_readable(instance_id, "instance id")
         t = self._table
-        stmt = sa.select(t).where(t.c.flow_ins_id == instance_id).order_by(t.c.id)
+        stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)
+        if after_id is not None:
+            stmt = stmt.where(t.c.id > _page_key(after_id, "after_id"))
+        stmt = stmt.order_by(t.c.id)
+        if limit is not None:
+            stmt = stmt.limit(_page_size(limit))
         return self._query(stmt, instance_id)
 
     def by_assignee(
@@ -117,19 +169,31 @@ class TaskHistoryRecorder:
     ) -> list[HistoryEntry]:
         """Entries submitted by ``assignee``, newest first; pass the last ``id`` of a page as
         ``before_id`` to get the next page (keyset paging)."""
+        check_readable(assignee, "assignee")
         t = self._table
-        stmt = sa.select(t).where(t.c.assignee == assignee)
+        stmt = sa.select(*self._columns).where(t.c.assignee == assignee)
         if before_id is not None:
-            stmt = stmt.where(t.c.id < before_id)
-        return self._query(stmt.order_by(t.c.id.desc()).limit(limit), None)
+            stmt = stmt.where(t.c.id < _page_key(before_id, "before_id"))
+        return self._query(stmt.order_by(t.c.id.desc()).limit(_page_size(limit)), None)
 
     def _query(self, stmt: sa.Select[Any], instance_id: str | None) -> list[HistoryEntry]:
         with self._translating(instance_id), self.engine.connect() as conn:
-            rows = conn.execute(stmt).mappings().all()
-        return [self._entry(row) for row in rows]
+            rows = conn.execute(stmt).all()
+        return [self._entry(*row) for row in rows]
 
     def _row(self, ctx: FlowContext, record: TaskRecord) -> dict[str, Any]:
+        """The row of ``record``; every value is checked against its column first
+        (:class:`UnstorableValueError`, :class:`UnstorableGraphError`), never clipped."""
         source, target = record.source, record.target
+        instance_id = record.instance_id
+        check_id(instance_id, "instance id")
+        self._graphs.check(source.graph)
+        if target.graph is not source.graph:
+            self._graphs.check(target.graph)
+        check_id(record.graph_id, "graph id", instance_id=instance_id)
+        check_id(record.task_id, "task id", instance_id=instance_id)
+        assignee = check_id(record.assignee, "assignee (actor)", instance_id=instance_id)
+        creator = check_id(_creator(ctx, record), "auditor", instance_id=instance_id)
         created = record.created_at
         if created.tzinfo is not None and created.tzinfo is not UTC:
             created = created.astimezone(UTC)
@@ -143,42 +207,93 @@ class TaskHistoryRecorder:
             "target_node_code": target.id,
             "target_node_name": _clip(target.title),
             "target_node_type": target.type.name,
-            "assignee": _clip(record.assignee),
+            "assignee": assignee,
             "status": int(record.state),
             "form_id": record.form_id,
             "variables": self._vars.encode(record.instance_id, record.variables),
-            "message": _message(record.message),
-            "creator": _clip(_creator(ctx, record)),
+            "message": _message(check_message(record.message, instance_id)),
+            "creator": creator,
             "create_time": created.replace(tzinfo=None, microsecond=0),
         }
 
-    def _entry(self, row: RowMapping) -> HistoryEntry:
-        instance_id = row["flow_ins_id"]
+    def _entry(
+        self,
+        row_id: int,
+        instance_id: str,
+        graph_id: str,
+        task_id: str,
+        source_id: str,
+        source_name: str | None,
+        source_type: str,
+        target_id: str,
+        target_name: str,
+        target_type: str,
+        assignee: str,
+        status: int | None,
+        form_id: int | None,
+        message: str | None,
+        creator: str | None,
+        created_at: datetime | None,
+        variables_text: str | None,
+    ) -> HistoryEntry:
+        """One entry from a row of ``self._columns`` (positional: 10k rows per page are
+        common, and name lookups per field would dominate)."""
+        variables, problem = self._variables(instance_id, row_id, variables_text)
         return HistoryEntry(
-            id=row["id"],
+            id=row_id,
             instance_id=instance_id,
-            graph_id=row["proc_def_id"],
-            task_id=row["task_id"],
-            source_node_id=row["source_node_code"],
-            source_node_name=row["source_node_name"],
-            source_node_type=row["source_node_type"],
-            target_node_id=row["target_node_code"],
-            target_node_name=row["target_node_name"],
-            target_node_type=row["target_node_type"],
-            assignee=row["assignee"],
-            status=TaskState.of(row["status"]),
-            form_id=row["form_id"],
-            variables=self._vars.decode(instance_id, row["variables"]),
-            message=row["message"],
-            creator=row["creator"],
-            created_at=row["create_time"],
+            graph_id=graph_id,
+            task_id=task_id,
+            source_node_id=source_id,
+            source_node_name=source_name,
+            source_node_type=source_type,
+            target_node_id=target_id,
+            target_node_name=target_name,
+            target_node_type=target_type,
+            assignee=assignee,
+            status=TaskState.of(status),
+            form_id=form_id,
+            variables=variables,
+            message=message,
+            creator=creator,
+            created_at=created_at,
+            problem=problem,
         )
+
+    def _variables(
+        self, instance_id: str, row_id: int, text: str | None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The decoded ``variables`` of one row, or ``{}`` and why they could not be."""
+        if text is None:
+            return {}, None
+        try:
+            raw = json.loads(text)
+            if '"$' not in text and isinstance(raw, dict):
+                # No codec tag can be in it: plain JSON values, only the usual filtering.
+                excluded = self._vars.excluded
+                return {k: v for k, v in raw.items() if k not in excluded and v is not None}, None
+            return self._vars.decode(instance_id, raw), None
+        except (ValueError, RecursionError, SnapshotError) as exc:
+            # ValueError: not JSON; RecursionError: nested deeper than Python decodes.
+            return {}, f"history row {row_id}: variables unreadable ({type(exc).__name__}: {exc})"
 
     def _translating(self, instance_id: str | None) -> AbstractContextManager[None]:
         return translating(self._dialect, instance_id)
 
     def __repr__(self) -> str:
         return f"TaskHistoryRecorder(table={self._table.name!r})"
+
+
+def _page_size(limit: object) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidArgumentError("limit", limit, "a page size must be an integer >= 1")
+    return limit
+
+
+def _page_key(value: object, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgumentError(name, value, "a history id must be an integer")
+    return value
 
 
 def _clip(text: str | None) -> str:

@@ -29,11 +29,12 @@ from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
 from flow_sqla._engine import engine_for
+from flow_sqla._limits import GraphChecks, check_id, check_instance_id, check_readable
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, parse_vars, utc_now
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
-from flow_sqla.errors import RepositoryError
+from flow_sqla.errors import RepositoryError, StaleCacheError
 from flow_sqla.tables import FlowTables
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ class SqlStateRepository:
         self._updates: dict[bool, Executable] = {}
         self._graph_docs: dict[int, tuple[Graph, str]] = {}
         self._prepared = PreparedStatements()
+        self._graphs = GraphChecks()
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -205,6 +207,7 @@ class SqlStateRepository:
                 self._relock(ctx, outer)
             yield
             return
+        check_instance_id(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
             yield from self._joined(ctx, ctx.connection, lock)
         else:
@@ -305,12 +308,18 @@ class SqlStateRepository:
         return _Operation(ctx.instance_id, conn, self._locking_read(ctx, conn), locked=True)
 
     def _relock(self, ctx: FlowContext, op: _Operation) -> None:
+        """Lock the row of an operation that started from the process cache. A row changed
+        by another process meanwhile is adopted while the operation has changed nothing;
+        changes decided on the old row raise :class:`StaleCacheError`."""
         fresh = self._locking_read(ctx, op.conn)
-        if op.states == op.base.states:
-            op.base = fresh
-            op.states = dict(fresh.states)
-            op.stored_vars = None
         op.locked = True
+        if fresh == op.base:
+            return
+        if op.states != op.base.states:
+            raise StaleCacheError(op.instance_id)
+        op.base = fresh
+        op.states = dict(fresh.states)
+        op.stored_vars = None
 
     def _remember(self, op: _Operation | None, *, cache: bool) -> None:
         if op is None or op.final is None:
@@ -398,7 +407,8 @@ class SqlStateRepository:
             row = result.first()
         except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
             raise SnapshotError(
-                f"The stored row is not valid JSON: {exc}", instance_id=instance_id
+                f"The stored row is not valid JSON: {type(exc).__name__}: {exc}",
+                instance_id=instance_id,
             ) from exc
         return None if row is None else row._mapping
 
@@ -439,8 +449,9 @@ class SqlStateRepository:
     def _flush(self, ctx: FlowContext, op: _Operation) -> None:
         """Write the operation's changes with one statement — or nothing when nothing changed.
 
-        A row held locked is known to exist: a plain UPDATE. An unlocked one (a claim served
-        from the process cache) may have gone meanwhile: the upsert recreates it.
+        The row is held locked, so it exists: a plain UPDATE (the upsert only when the
+        caller's own code deleted it in this transaction). An operation served from the
+        process cache locks and re-reads the row first and writes only if it is unchanged.
         """
         encoded = self._vars.encode(op.instance_id, ctx.data)
         base = op.base
@@ -450,11 +461,14 @@ class SqlStateRepository:
             # never written back, so the row loses them with its next change.
             base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
         new_vars = encoded if op.replace_vars else {**base_vars, **encoded}
-        write_graph = op.graph is not None and (op.force_graph or not base.has_graph)
         changed = op.states != base.states or new_vars != base_vars or op.force_graph
         if not changed:
             op.final = base
             return
+        if not op.locked:
+            # Started from the process cache: write only if the row is still the one cached.
+            self._revalidate(ctx, op)
+        write_graph = op.graph is not None and (op.force_graph or not base.has_graph)
         states = dict(op.states)
         row: dict[str, Any] = {
             "states": states,
@@ -465,12 +479,22 @@ class SqlStateRepository:
         if write_graph and op.graph is not None:
             row["graph"] = self._graph_doc(op.graph)
         with_graph = "graph" in row
-        if not op.locked or not self._update(op, row, with_graph):
+        if not self._update(op, row, with_graph):
             row["instant_id"] = op.instance_id
             row["creator"] = row["updater"]
             row["create_time"] = row["update_time"]
             self._execute(op.conn, self._upsert_statement(with_graph), row)
         op.final = StoredRow(states=states, vars=new_vars, has_graph=base.has_graph or write_graph)
+
+    def _revalidate(self, ctx: FlowContext, op: _Operation) -> None:
+        """Lock the row of an operation served from the process cache before its write, and
+        raise :class:`StaleCacheError` (nothing written) if another process changed the row
+        since it was cached: a write decided on an old row must never replace a newer one
+        (e.g. bring a task completed elsewhere back to WAITING)."""
+        fresh = self._locking_read(ctx, op.conn)
+        op.locked = True
+        if fresh != op.base:
+            raise StaleCacheError(op.instance_id)
 
     def _update(self, op: _Operation, row: dict[str, Any], with_graph: bool) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
@@ -496,7 +520,9 @@ class SqlStateRepository:
         """The auditor, ``''`` when it names nobody: the Go plugin writes ``auditor(ctx)``,
         a Go string, so its readers may scan these columns into non-nullable strings."""
         who = self._auditor(ctx)
-        return "" if who is None else str(who)[:64]
+        if who is None:
+            return ""
+        return check_id(str(who), "auditor", instance_id=ctx.instance_id)
 
     def _stored_graph(self, raw: Any) -> tuple[str | None, str | None]:
         """``(graph_json, graph_id)`` of a stored ``graph`` value (see :class:`Snapshot`)."""
@@ -520,7 +546,7 @@ class SqlStateRepository:
             stored = self._vars.decode(ctx.instance_id, self._read_row(ctx).vars)
         else:
             if op.graph is None:
-                op.note_graph(ctx, node)
+                self._note_graph(ctx, op, node)
             stored = op.stored_vars
             if stored is None:
                 stored = op.stored_vars = self._vars.decode(op.instance_id, op.base.vars)
@@ -537,7 +563,7 @@ class SqlStateRepository:
             code = self._read_row(ctx).states.get(state_key(node))
         else:
             if op.graph is None:
-                op.note_graph(ctx, node)
+                self._note_graph(ctx, op, node)
             code = op.states.get(state_key(node))
         return TaskState.UNKNOWN if code is None else _STATES.get(code, TaskState.UNKNOWN)
 
@@ -547,7 +573,7 @@ class SqlStateRepository:
             with self.unit_of_work(ctx, lock=True):
                 self.state_put(ctx, node, state)
             return
-        op.note_graph(ctx, node)
+        self._note_graph(ctx, op, node)
         self._vars.check(op.instance_id, ctx.data)
         op.states[state_key(node)] = int(state)
 
@@ -557,7 +583,7 @@ class SqlStateRepository:
             with self.unit_of_work(ctx, lock=True):
                 self.state_remove(ctx, node)
             return
-        op.note_graph(ctx, node)
+        self._note_graph(ctx, op, node)
         self._vars.check(op.instance_id, ctx.data)
         op.states.pop(state_key(node), None)
 
@@ -570,10 +596,22 @@ class SqlStateRepository:
         self._vars.check(op.instance_id, ctx.data)
         op.states.clear()
 
+    def _note_graph(self, ctx: FlowContext, op: _Operation, node: Node) -> None:
+        """Remember the operation's graph; the first time a graph is used, check that the
+        history table can hold its ids (:class:`UnstorableGraphError` before any write)."""
+        if op.graph is None:
+            op.note_graph(ctx, node)
+            if op.graph is not None:
+                self._graphs.check(op.graph)
+        if node.graph is not op.graph:  # a node of a called sub-graph
+            self._graphs.check(node.graph)
+
     # -- snapshots and inspection ------------------------------------------------------
     def save_snapshot(self, ctx: FlowContext, graph: Graph) -> None:
         """Write ``graph``, the current states and the context's storable variables (which
-        replace the stored ones whole). Raises like :meth:`unit_of_work`."""
+        replace the stored ones whole). Raises like :meth:`unit_of_work`, and
+        :class:`UnstorableGraphError` for a graph whose ids do not fit the history table."""
+        self._graphs.check(graph)
         with self.unit_of_work(ctx, lock=True):
             op = self._local.ops[ctx.instance_id]
             op.graph = graph
@@ -639,6 +677,7 @@ class SqlStateRepository:
         return parse_row(ctx.instance_id, row)
 
     def _plain_row(self, instance_id: str, connection: Any) -> RowMapping | None:
+        check_readable(instance_id, "instance id")
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):
@@ -662,7 +701,8 @@ def _json_value(instance_id: str, raw: Any) -> Any:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
         raise SnapshotError(
-            f"The stored row is not valid JSON: {exc}", instance_id=instance_id
+            f"The stored row is not valid JSON: {type(exc).__name__}: {exc}",
+            instance_id=instance_id,
         ) from exc
 
 
@@ -690,7 +730,7 @@ def _object_or_none(text: str) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None
 

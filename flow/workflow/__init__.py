@@ -14,7 +14,12 @@ from flow.workflow.controllers import (
     StateController,
 )
 from flow.workflow.driver import WorkflowDriver
-from flow.workflow.errors import ConcurrentSubmitError, InvalidActionError, TaskNotWaitingError
+from flow.workflow.errors import (
+    ConcurrentSubmitError,
+    InvalidActionError,
+    InvalidInstanceIdError,
+    TaskNotWaitingError,
+)
 from flow.workflow.executor import WorkflowExecutor
 from flow.workflow.records import TaskRecord, TaskRecorder
 from flow.workflow.repository import InMemoryStateRepository, StateRepository, SupportsUnitOfWork
@@ -27,6 +32,7 @@ __all__ = [
     "ConcurrentSubmitError",
     "InMemoryStateRepository",
     "InvalidActionError",
+    "InvalidInstanceIdError",
     "NotBlockStateController",
     "StateController",
     "StateRepository",

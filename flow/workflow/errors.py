@@ -48,4 +48,24 @@ class ConcurrentSubmitError(FlowError):
         )
 
 
-__all__ = ["ConcurrentSubmitError", "InvalidActionError", "TaskNotWaitingError"]
+class InvalidInstanceIdError(FlowError, ValueError):
+    """A workflow operation got no usable instance id: ``""`` (a ``FlowContext`` made without
+    one), an id of only whitespace, or a value that is not a string. Every repository would
+    otherwise keep the states of all such calls under one shared key. Ids are otherwise kept
+    exactly as given (case, accents and surrounding spaces included)."""
+
+    def __init__(self, instance_id: object) -> None:
+        self.instance_id = instance_id
+        if not isinstance(instance_id, str):
+            reason = f"must be a string, got {type(instance_id).__name__}"
+        else:
+            reason = "must not be empty or only whitespace"
+        super().__init__(f"Invalid instance id {instance_id!r}: {reason}")
+
+
+__all__ = [
+    "ConcurrentSubmitError",
+    "InvalidActionError",
+    "InvalidInstanceIdError",
+    "TaskNotWaitingError",
+]

@@ -24,7 +24,7 @@ from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow.controllers import ActorStateController, BlockStateController
 from flow.workflow.driver import WorkflowDriver
-from flow.workflow.errors import InvalidActionError
+from flow.workflow.errors import InvalidActionError, InvalidInstanceIdError
 from flow.workflow.records import TaskRecord
 from flow.workflow.repository import InMemoryStateRepository, state_key
 from flow.workflow.states import TaskAction, TaskState
@@ -149,7 +149,12 @@ class WorkflowExecutor:
         process lock taken per operation would then be acquired in the opposite order by two
         threads (A holds the row, waits for the process lock; B holds the process lock, waits
         for the row) — a deadlock no database can see.
+
+        Raises :class:`InvalidInstanceIdError` for ``""``, whitespace or a non-string id.
         """
+        instance_id = ctx.instance_id
+        if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
+            raise InvalidInstanceIdError(instance_id)
         repository = self.state_repository
         unit_of_work = getattr(repository, "unit_of_work", None)
         if unit_of_work is None:

@@ -17,12 +17,16 @@ from typing import TextIO
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.util import CommandError
 
+from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, FlowTables, TableNames
 
 SCRIPT_LOCATION = "flow_sqla:migrations"
 #: ``Config.attributes`` key under which env.py and the revisions find the :class:`TableNames`.
 NAMES_KEY = "flow_sqla.names"
+#: ``Config.attributes`` key of the seconds to wait for another process's migration.
+LOCK_TIMEOUT_KEY = "flow_sqla.lock_timeout"
 
 Bind = sa.Engine | sa.Connection | str
 
@@ -89,6 +93,7 @@ def upgrade(
     task_table: str = DEFAULT_TASK_TABLE,
     schema: str | None = None,
     version_table: str | None = None,
+    lock_timeout: float | None = None,
 ) -> None:
     """Upgrade the table set to ``revision``.
 
@@ -99,12 +104,17 @@ def upgrade(
     upgraded there, touching only our row.
 
     On the caller's ``Connection`` inside a transaction nothing is committed (MySQL/MariaDB
-    commit DDL implicitly anyway); otherwise Alembic commits.
+    commit DDL implicitly anyway); otherwise Alembic commits. Processes upgrading the same
+    table set at once take turns on a database lock (``GET_LOCK`` on MySQL/MariaDB, an
+    advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite): the first migrates, the
+    others then find it done. ``lock_timeout`` (seconds, default 600) bounds the wait; past
+    it :class:`~flow_sqla.errors.MigrationLockError` is raised. Any failure is a
+    :class:`~flow_sqla.errors.RepositoryError` with the cause chained.
     """
     names = TableNames.create(
         repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
     )
-    _run(command.upgrade, bind, names, revision)
+    _run(command.upgrade, bind, names, revision, lock_timeout)
 
 
 def downgrade(
@@ -115,12 +125,14 @@ def downgrade(
     task_table: str = DEFAULT_TASK_TABLE,
     schema: str | None = None,
     version_table: str | None = None,
+    lock_timeout: float | None = None,
 ) -> None:
-    """Downgrade the table set to ``revision`` (``"base"`` drops both tables)."""
+    """Downgrade the table set to ``revision`` (``"base"`` drops both tables); takes the same
+    lock as :func:`upgrade`."""
     names = TableNames.create(
         repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
     )
-    _run(command.downgrade, bind, names, revision)
+    _run(command.downgrade, bind, names, revision, lock_timeout)
 
 
 def current(
@@ -172,10 +184,28 @@ def _config(
     return cfg
 
 
-def _run(step: Callable[[Config, str], None], bind: Bind, names: TableNames, revision: str) -> None:
-    """Run an Alembic ``command.upgrade``/``downgrade`` for ``names`` on ``bind``."""
-    with _connected(bind) as conn:
-        step(_config(names, connection=conn), revision)
+def _run(
+    step: Callable[[Config, str], None],
+    bind: Bind,
+    names: TableNames,
+    revision: str,
+    lock_timeout: float | None,
+) -> None:
+    """Run an Alembic ``command.upgrade``/``downgrade`` for ``names`` on ``bind``; database
+    and Alembic errors become :class:`RepositoryError` (our own errors pass unchanged)."""
+    try:
+        with _connected(bind) as conn:
+            cfg = _config(names, connection=conn)
+            if lock_timeout is not None:
+                cfg.attributes[LOCK_TIMEOUT_KEY] = lock_timeout
+            step(cfg, revision)
+    except (sa.exc.SQLAlchemyError, CommandError) as exc:
+        detail = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        first = (str(detail).strip().splitlines() or [""])[0]
+        raise RepositoryError(
+            f"Migration of {names.repo_table!r}/{names.task_table!r} to {revision!r} failed: "
+            f"{type(detail).__name__}: {first}"
+        ) from exc
 
 
 @contextmanager
@@ -193,6 +223,7 @@ def _connected(bind: Bind) -> Iterator[sa.Connection]:
 
 
 __all__ = [
+    "LOCK_TIMEOUT_KEY",
     "NAMES_KEY",
     "SCRIPT_LOCATION",
     "current",

@@ -2,6 +2,8 @@
 
 Resolves the table names and the database URL, then runs the revisions online (on the
 caller's connection when ``Config.attributes["connection"]`` holds one) or offline (``--sql``).
+Online runs hold the table set's migration lock (:func:`flow_sqla._dialect.migration_lock`)
+from before the version table is read until the end, so replicas upgrading at once take turns.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import sqlalchemy as sa
 from alembic import context
 from alembic.config import Config
 
+from flow_sqla._dialect import MIGRATION_LOCK_TIMEOUT, migration_lock
 from flow_sqla.errors import RepositoryError
-from flow_sqla.migrations import NAMES_KEY, resolve_names
+from flow_sqla.migrations import LOCK_TIMEOUT_KEY, NAMES_KEY, resolve_names
 from flow_sqla.migrations._adopt import (
     adopted_revision,
     only_our_heads,
@@ -45,14 +48,14 @@ def run_migrations() -> None:
         with context.begin_transaction():
             context.run_migrations()
     elif isinstance(connection, sa.Connection):
-        _run_online(connection, names, options)
+        _run_online(connection, names, options, _lock_timeout(config))
     else:
         url = _url(config)
         _create_sqlite_directory(url)
         engine = sa.create_engine(url, poolclass=sa.NullPool)
         try:
             with engine.connect() as conn:
-                _run_online(conn, names, options)
+                _run_online(conn, names, options, _lock_timeout(config))
         finally:
             engine.dispose()
 
@@ -84,7 +87,18 @@ def _configure_options(names: TableNames) -> dict[str, Any]:
     }
 
 
-def _run_online(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:
+def _run_online(
+    connection: sa.Connection, names: TableNames, options: dict[str, Any], lock_timeout: float
+) -> None:
+    """Run on ``connection`` holding the table set's migration lock from before anything is
+    read (see :func:`flow_sqla._dialect.migration_lock`): replicas upgrading at once take
+    turns, and the later ones find the schema migrated."""
+    key = f"{connection.engine.url.database}|{names.schema}|{names.version_table}"
+    with migration_lock(connection, key, timeout=lock_timeout):
+        _migrate(connection, names, options)
+
+
+def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:
     """Run on ``connection``, adopting tables no version table of ours records (see
     :mod:`flow_sqla.migrations._adopt`), so every command (upgrade, current, downgrade,
     stamp) sees the heads adoption means."""
@@ -110,6 +124,20 @@ def _run_online(connection: sa.Connection, names: TableNames, options: dict[str,
         only_our_heads(context.get_context(), revisions)
     with context.begin_transaction():
         context.run_migrations()
+
+
+def _lock_timeout(config: Config) -> float:
+    """``upgrade(..., lock_timeout=...)``, else ``-x lock_timeout=...``, else the default."""
+    value = config.attributes.get(LOCK_TIMEOUT_KEY)
+    if value is None:
+        value = context.get_x_argument(as_dictionary=True).get("lock_timeout")
+    try:
+        timeout = MIGRATION_LOCK_TIMEOUT if value is None else float(value)
+    except ValueError:
+        raise RepositoryError(f"lock_timeout must be a number of seconds, got {value!r}") from None
+    if not timeout >= 0:
+        raise RepositoryError(f"lock_timeout must be >= 0 seconds, got {value!r}")
+    return timeout
 
 
 def _url(config: Config) -> str:

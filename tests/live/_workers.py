@@ -67,4 +67,17 @@ def drive_instances(
         engine.dispose()
 
 
-__all__ = ["drive_instances", "race_one_task"]
+def upgrade_at_once(url: str, worker: int, barrier: Any, results: Any) -> None:
+    """Wait for every worker, then run ``migrations.upgrade`` on the shared database; report
+    ``"ok"`` or the error's type and message."""
+    from flow_sqla import migrations
+
+    try:
+        barrier.wait(timeout=BARRIER_TIMEOUT)
+        migrations.upgrade(url)
+        results.put((worker, "ok"))
+    except BaseException as exc:
+        results.put((worker, f"{type(exc).__name__}: {exc}"))
+
+
+__all__ = ["drive_instances", "race_one_task", "upgrade_at_once"]

@@ -1,0 +1,131 @@
+"""What the tables can hold, checked before any SQL is sent.
+
+The reference columns are ``VARCHAR(64)`` (ids, actors, auditors) and ``TEXT`` (the message;
+65,535 bytes on MySQL/MariaDB). SQLite enforces neither, MySQL/MariaDB and PostgreSQL reject a
+longer value, and every driver fails on text that is not valid UTF-8 (a lone surrogate) with a
+raw ``UnicodeEncodeError``. Checking here gives the same typed error on every dialect, naming
+the instance, graph or node — before a claim writes anything, so no instance gets stuck.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from flow.graph import Graph
+from flow.workflow.errors import InvalidInstanceIdError
+from flow_sqla.errors import UnstorableGraphError, UnstorableValueError
+from flow_sqla.tables import ID_LENGTH
+
+#: ``TEXT`` on MySQL/MariaDB holds 65,535 bytes; the same limit applies on every dialect, so a
+#: message accepted on SQLite or PostgreSQL is accepted on MySQL too.
+MESSAGE_MAX_BYTES = 65_535
+# A character is at most 4 UTF-8 bytes: shorter messages need no encoding to be measured.
+_MESSAGE_SAFE_CHARS = MESSAGE_MAX_BYTES // 4
+
+
+def encoding_problem(value: str) -> str | None:
+    """Why ``value`` cannot be sent as UTF-8 (a lone surrogate and its position), or ``None``.
+    ASCII text, the usual case, is answered without encoding."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"lone surrogate {value[exc.start]!r} at position {exc.start} is not valid UTF-8"
+    return None
+
+
+def check_id(value: str, field: str, *, instance_id: str | None = None) -> str:
+    """``value`` if it fits a ``VARCHAR(64)`` id column and is valid UTF-8; else
+    :class:`UnstorableValueError` naming ``field``."""
+    if len(value) > ID_LENGTH:
+        raise UnstorableValueError(
+            field,
+            f"{len(value)} characters, the column holds {ID_LENGTH}",
+            instance_id=instance_id,
+            value=value,
+        )
+    problem = encoding_problem(value)
+    if problem is not None:
+        raise UnstorableValueError(field, problem, instance_id=instance_id, value=value)
+    return value
+
+
+def check_instance_id(instance_id: str) -> str:
+    """An instance id the tables can hold (see :func:`check_id`); ``""``, ids of only
+    whitespace and non-strings raise :class:`InvalidInstanceIdError`, as in the executor."""
+    if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
+        raise InvalidInstanceIdError(instance_id)
+    return check_id(instance_id, "instance id", instance_id=None)
+
+
+def check_readable(value: str, field: str) -> str:
+    """A value used only to look rows up: it must be valid UTF-8 (any length: a longer one
+    simply matches nothing)."""
+    problem = encoding_problem(value)
+    if problem is not None:
+        raise UnstorableValueError(field, problem, value=value)
+    return value
+
+
+def check_message(message: str | None, instance_id: str) -> str | None:
+    """The approver's comment: at most :data:`MESSAGE_MAX_BYTES` UTF-8 bytes, valid UTF-8."""
+    if message is None:
+        return None
+    if len(message) > _MESSAGE_SAFE_CHARS or not message.isascii():
+        problem = encoding_problem(message)
+        if problem is not None:
+            raise UnstorableValueError("message", problem, instance_id=instance_id)
+        size = len(message.encode("utf-8"))
+        if size > MESSAGE_MAX_BYTES:
+            raise UnstorableValueError(
+                "message",
+                f"{size} UTF-8 bytes, the column holds {MESSAGE_MAX_BYTES}",
+                instance_id=instance_id,
+            )
+    return message
+
+
+def graph_problems(graph: Graph) -> Iterator[str]:
+    """Each id of ``graph`` the history table cannot hold (graph id, node ids)."""
+    for kind, value in (("graph id", graph.id), *(("node id", n) for n in graph.nodes)):
+        if len(value) > ID_LENGTH:
+            yield f"{kind} {value[:ID_LENGTH]!r}... has {len(value)} characters (limit {ID_LENGTH})"
+        problem = encoding_problem(value)
+        if problem is not None:
+            yield f"{kind} {value!r}: {problem}"
+
+
+class GraphChecks:
+    """Graphs already found storable, remembered by identity (graphs are immutable), so the
+    check costs one dict lookup per operation after a graph's first use."""
+
+    def __init__(self) -> None:
+        self._ok: dict[int, Graph] = {}
+        self._mutex = threading.Lock()
+
+    def check(self, graph: Graph) -> None:
+        """Raise :class:`UnstorableGraphError` listing every id of ``graph`` that does not
+        fit; remember the graph when all do."""
+        if self._ok.get(id(graph)) is graph:
+            return
+        problems = list(graph_problems(graph))
+        if problems:
+            raise UnstorableGraphError(graph.id, problems)
+        with self._mutex:
+            if len(self._ok) >= 1024:
+                self._ok.clear()
+            self._ok[id(graph)] = graph
+
+
+__all__ = [
+    "MESSAGE_MAX_BYTES",
+    "GraphChecks",
+    "check_id",
+    "check_instance_id",
+    "check_message",
+    "check_readable",
+    "encoding_problem",
+    "graph_problems",
+]

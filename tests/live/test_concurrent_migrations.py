@@ -1,0 +1,104 @@
+"""Replicas running ``migrations.upgrade`` at the same moment take turns on a database lock:
+every one succeeds, the schema is migrated once, nobody sees "already exists"."""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+from _workers import upgrade_at_once
+
+from flow_sqla import MigrationLockError, RepositoryError
+from flow_sqla._dialect import migration_lock
+from flow_sqla.migrations import current, upgrade
+
+REPLICAS = 4
+DEADLINE = 300.0
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def _url(engine: sa.Engine) -> str:
+    return engine.url.render_as_string(hide_password=False)
+
+
+def _upgrade_in_processes(url: str) -> list[str]:
+    barrier = SPAWN.Barrier(REPLICAS)
+    results = SPAWN.Queue()
+    procs = [
+        SPAWN.Process(target=upgrade_at_once, args=(url, i, barrier, results), daemon=True)
+        for i in range(REPLICAS)
+    ]
+    outcomes: list[str] = []
+    deadline = time.monotonic() + DEADLINE
+    try:
+        for proc in procs:
+            proc.start()
+        while len(outcomes) < REPLICAS:
+            try:
+                outcomes.append(results.get(timeout=1)[1])
+            except queue.Empty:
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                assert not dead, f"replica(s) died without reporting: exit codes {dead}"
+                assert time.monotonic() < deadline, "replicas did not finish in time"
+    finally:
+        for proc in procs:
+            if proc.is_alive() and len(outcomes) < REPLICAS:
+                proc.terminate()
+            proc.join(timeout=30)
+        results.close()
+        results.join_thread()
+    return outcomes
+
+
+@pytest.mark.slow
+def test_four_replicas_upgrading_at_once_all_succeed(engine: sa.Engine) -> None:
+    assert _upgrade_in_processes(_url(engine)) == ["ok"] * REPLICAS
+    assert current(engine) == "flow0003"
+    with engine.connect() as conn:
+        versions = conn.exec_driver_sql("SELECT version_num FROM flow_alembic_version").all()
+    assert versions == [("flow0003",)]
+
+
+def test_an_upgrade_waits_for_a_migration_in_progress_then_finds_it_done(
+    engine: sa.Engine,
+) -> None:
+    """The lock is held by "another replica" (a thread here); the upgrade blocks until it is
+    released, then reads the version table afresh."""
+    key = f"{engine.url.database}|None|flow_alembic_version"
+    held, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def other_replica() -> None:
+        try:
+            with engine.connect() as conn, conn.begin(), migration_lock(conn, key, timeout=30):
+                upgrade(conn)
+                held.set()
+                release.wait(timeout=60)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+            held.set()
+
+    thread = threading.Thread(target=other_replica)
+    thread.start()
+    try:
+        assert held.wait(timeout=60)
+        with pytest.raises(MigrationLockError) as caught:
+            upgrade(engine, lock_timeout=0.2)
+        assert isinstance(caught.value, RepositoryError)
+    finally:
+        release.set()
+        thread.join(timeout=60)
+    assert errors == []
+    upgrade(engine)  # the lock is free again: nothing left to do, no error
+    assert current(engine) == "flow0003"
+
+
+def test_a_failing_migration_is_a_repository_error(engine: sa.Engine) -> None:
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE bpm_flow_repository (id INTEGER PRIMARY KEY)")
+    with pytest.raises(RepositoryError, match=r"Migration of .* failed"):
+        upgrade(engine)

@@ -1,0 +1,88 @@
+"""``cache="process"`` used by two processes anyway (two repository objects): a cached row
+that another process has changed since must never be written back over the newer state."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from _support import APPLIED_STATES, approve, count_rows, ctx, executor, migrate, raw_row
+
+from flow.workflow import ConcurrentSubmitError, TaskAction, WorkflowExecutor
+from flow_sqla import StaleCacheError
+
+DONE_STATES = {**APPLIED_STATES, "oa:manager": 1002}
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def _claim_retrying(ex: WorkflowExecutor, instance_id: str, actor: str) -> object:
+    """What a caller does with a retryable error: try once more."""
+    try:
+        return ex.claim_task("oa", ctx(instance_id, actor))
+    except ConcurrentSubmitError as exc:
+        assert exc.retryable
+        return ex.claim_task("oa", ctx(instance_id, actor))
+
+
+def test_a_stale_claim_never_brings_a_completed_task_back_to_waiting(db: sa.Engine) -> None:
+    first, second = executor(db, cache="process"), executor(db, cache="process")
+    assert approve(first, "pc-1", "employee", amount=1)  # ``first`` caches APPLIED
+    assert approve(second, "pc-1", "manager")  # committed elsewhere: manager COMPLETED
+    with pytest.raises(StaleCacheError) as caught:
+        first.claim_task("oa", ctx("pc-1", "manager"))
+    assert caught.value.retryable and caught.value.instance_id == "pc-1"
+    assert raw_row(db, "pc-1")["states"] == DONE_STATES  # type: ignore[index]
+    assert first.claim_task("oa", ctx("pc-1", "manager")) is None  # the retry reads fresh
+
+
+def test_a_stale_process_cache_cannot_approve_twice(db: sa.Engine) -> None:
+    first, second = executor(db, cache="process"), executor(db, cache="process")
+    assert approve(first, "pc-2", "employee", amount=1)
+    assert approve(second, "pc-2", "manager")
+    task = _claim_retrying(first, "pc-2", "manager")
+    c = ctx("pc-2", "manager")
+    assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)  # type: ignore[arg-type]
+    assert count_rows(db, "bpm_flow_task", "pc-2") == 2  # employee + manager, once each
+    assert raw_row(db, "pc-2")["states"] == DONE_STATES  # type: ignore[index]
+
+
+def test_stale_vars_are_not_written_back_either(db: sa.Engine) -> None:
+    first, second = executor(db, cache="process"), executor(db, cache="process")
+    assert approve(first, "pc-3", "employee", amount=1)
+    second.claim_task("oa", ctx("pc-3", "manager", note="from second"))
+    with pytest.raises(StaleCacheError):
+        first.claim_task("oa", ctx("pc-3", "manager", other="from first"))
+    assert raw_row(db, "pc-3")["vars"] == {"amount": 1, "note": "from second"}  # type: ignore[index]
+
+
+def test_a_fresh_cache_still_writes_its_claim(db: sa.Engine) -> None:
+    ex = executor(db, cache="process")
+    assert approve(ex, "pc-4", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("pc-4", "manager"))
+    assert task is not None and task.node.id == "manager"
+    assert raw_row(db, "pc-4")["states"] == {**APPLIED_STATES, "oa:manager": 1001}  # type: ignore[index]
+    assert approve(ex, "pc-4", "manager")
+    assert raw_row(db, "pc-4")["states"] == DONE_STATES  # type: ignore[index]
+
+
+def test_a_nested_locking_operation_refuses_changes_made_on_a_stale_row(db: sa.Engine) -> None:
+    from _support import oa_graph
+
+    from flow.workflow import TaskState
+    from flow_sqla import SqlStateRepository
+
+    first, second = executor(db, cache="process"), executor(db, cache="process")
+    repo = first.state_repository
+    assert isinstance(repo, SqlStateRepository)
+    assert approve(first, "pc-5", "employee", amount=1)
+    assert approve(second, "pc-5", "manager")
+    manager = oa_graph().get_node("manager")
+    c = ctx("pc-5", "manager")
+    with pytest.raises(StaleCacheError), repo.unit_of_work(c, lock=False):
+        repo.state_put(c, manager, TaskState.WAITING)
+        with repo.unit_of_work(c, lock=True):
+            pass
+    assert raw_row(db, "pc-5")["states"] == DONE_STATES  # type: ignore[index]
