@@ -97,8 +97,15 @@ def test_an_upgrade_waits_for_a_migration_in_progress_then_finds_it_done(
     assert current(engine) == "flow0003"
 
 
-def test_a_failing_migration_is_a_repository_error(engine: sa.Engine) -> None:
+def test_a_failing_migration_is_a_repository_error_and_releases_the_lock(
+    engine: sa.Engine,
+) -> None:
     with engine.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE bpm_flow_repository (id INTEGER PRIMARY KEY)")
+        conn.exec_driver_sql("CREATE TABLE flow_alembic_version (version_num VARCHAR(32))")
+        conn.exec_driver_sql("INSERT INTO flow_alembic_version VALUES ('nope')")
     with pytest.raises(RepositoryError, match=r"Migration of .* failed"):
         upgrade(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM flow_alembic_version")
+    upgrade(engine, lock_timeout=5)  # nothing was left holding the lock
+    assert current(engine) == "flow0003"
