@@ -86,3 +86,16 @@ def test_a_nested_locking_operation_refuses_changes_made_on_a_stale_row(db: sa.E
         with repo.unit_of_work(c, lock=True):
             pass
     assert raw_row(db, "pc-5")["states"] == DONE_STATES  # type: ignore[index]
+
+
+def test_a_claim_served_from_the_cache_that_writes_takes_two_statements(db: sa.Engine) -> None:
+    """The re-read under the row lock, then the update; a warm claim that writes nothing
+    stays at zero (test_sql_statement_budget)."""
+    from _support import counting
+
+    ex = executor(db, cache="process")
+    assert approve(ex, "pc-6", "employee", amount=1)  # cached: APPLIED, manager not yet
+    with counting(db) as counter:
+        task = ex.claim_task("oa", ctx("pc-6", "manager"))
+    assert task is not None and task.node.id == "manager"
+    assert counter.count == 2, counter.statements
