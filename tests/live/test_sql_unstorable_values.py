@@ -205,7 +205,7 @@ def _corrupt_task_row(db: sa.Engine, instance_id: str, text: str) -> None:
         )
 
 
-@pytest.mark.parametrize("text", ["{not json", DEEP, "[1, 2]", '{"x": {"$date": "nope"}}'])
+@pytest.mark.parametrize("text", ["{not json", DEEP, "[1, 2]", '"just text"'])
 def test_one_corrupt_history_row_is_marked_and_the_page_still_reads(
     db: sa.Engine, text: str
 ) -> None:
