@@ -7,17 +7,31 @@ nodes wait for a person and who may operate them.
 
 from __future__ import annotations
 
+from flow.workflow.aggregate import (
+    IndexedTask,
+    IndexRead,
+    InstanceIndex,
+    InstanceStatus,
+    InstanceSummary,
+    OpenTask,
+    SupportsTaskIndex,
+)
 from flow.workflow.controllers import (
     ActorStateController,
     BlockStateController,
     NotBlockStateController,
     StateController,
+    SupportsCandidates,
 )
 from flow.workflow.driver import WorkflowDriver
 from flow.workflow.errors import (
     ConcurrentSubmitError,
+    IndexUnavailableError,
+    InstanceClosedError,
     InvalidActionError,
     InvalidInstanceIdError,
+    InvalidQueryError,
+    SendBackError,
     TaskNotWaitingError,
 )
 from flow.workflow.executor import WorkflowExecutor
@@ -31,11 +45,23 @@ __all__ = [
     "BlockStateController",
     "ConcurrentSubmitError",
     "InMemoryStateRepository",
+    "IndexRead",
+    "IndexUnavailableError",
+    "IndexedTask",
+    "InstanceClosedError",
+    "InstanceIndex",
+    "InstanceStatus",
+    "InstanceSummary",
     "InvalidActionError",
     "InvalidInstanceIdError",
+    "InvalidQueryError",
     "NotBlockStateController",
+    "OpenTask",
+    "SendBackError",
     "StateController",
     "StateRepository",
+    "SupportsCandidates",
+    "SupportsTaskIndex",
     "SupportsUnitOfWork",
     "Task",
     "TaskAction",

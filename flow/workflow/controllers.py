@@ -24,6 +24,37 @@ class StateController(Protocol):
     def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool: ...
 
 
+@runtime_checkable
+class SupportsCandidates(Protocol):
+    """Who may operate a node, as strings the task index can store and match.
+
+    ``candidates(node)`` names who may operate ``node``; ``identities(ctx)`` names who the
+    context is, in the same vocabulary: a task is in a context's inbox when the two meet. The
+    built-in controllers implement both; a custom controller without them counts as
+    ``("*",)`` on both sides (every open task in every inbox).
+    """
+
+    def candidates(self, node: Node) -> tuple[str, ...]: ...
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]: ...
+
+
+#: The candidate (and identity) meaning "anyone".
+ANYONE = "*"
+
+
+def candidates_of(controller: object, node: Node) -> tuple[str, ...]:
+    """``controller.candidates(node)``, or ``("*",)`` when the controller has no such method."""
+    method = getattr(controller, "candidates", None)
+    return (ANYONE,) if method is None else tuple(method(node))
+
+
+def identities_of(controller: object, ctx: FlowContext) -> tuple[str, ...]:
+    """``controller.identities(ctx)``, or ``("*",)`` when the controller has no such method."""
+    method = getattr(controller, "identities", None)
+    return (ANYONE,) if method is None else tuple(method(ctx))
+
+
 class BlockStateController:
     """Every activity is a human task anyone may operate; everything else runs automatically."""
 
@@ -32,6 +63,14 @@ class BlockStateController:
 
     def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
         return node.type != NodeType.ACTIVITY
+
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        """Anyone: ``("*",)``."""
+        return (ANYONE,)
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        """Anyone: ``("*",)``."""
+        return (ANYONE,)
 
     def __repr__(self) -> str:
         return "BlockStateController()"
@@ -47,6 +86,13 @@ class NotBlockStateController:
 
     def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
         return True
+
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        """No human tasks: nobody."""
+        return ()
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        return ()
 
     def __repr__(self) -> str:
         return "NotBlockStateController()"
@@ -73,6 +119,26 @@ class ActorStateController:
             return True
         return node.meta.keys().isdisjoint(self.keys)
 
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        """``"<key>:<meta value>"`` for each key the node's meta has, e.g. ``"actor:boss"``,
+        ``"role:finance"``."""
+        found = []
+        for key in self.keys:
+            value = node.meta_as_str(key)
+            if value is not None:
+                found.append(f"{key}:{value}")
+        return tuple(found)
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        """``"<key>:<context value>"`` for each key the context holds as text (what
+        :meth:`is_operatable` compares against)."""
+        found = []
+        for key in self.keys:
+            value = ctx.get(key)
+            if isinstance(value, str):
+                found.append(f"{key}:{value}")
+        return tuple(found)
+
     def actor_of(self, ctx: FlowContext) -> str | None:
         """The context's value for the first key it holds (the assignee of a task record)."""
         for key in self.keys:
@@ -86,8 +152,12 @@ class ActorStateController:
 
 
 __all__ = [
+    "ANYONE",
     "ActorStateController",
     "BlockStateController",
     "NotBlockStateController",
     "StateController",
+    "SupportsCandidates",
+    "candidates_of",
+    "identities_of",
 ]

@@ -63,9 +63,59 @@ class InvalidInstanceIdError(FlowError, ValueError):
         super().__init__(f"Invalid instance id {instance_id!r}: {reason}")
 
 
+class InstanceClosedError(FlowError):
+    """A submit other than RESTART on a WITHDRAWN instance (``submit_task_if_waiting``
+    returns ``False`` instead). Nothing was written."""
+
+    def __init__(self, instance_id: str, status: object) -> None:
+        self.instance_id = instance_id
+        self.status = status
+        name = getattr(status, "name", status)
+        super().__init__(f"Instance {instance_id!r} is {name}: only a RESTART submit may change it")
+
+
+class SendBackError(FlowError):
+    """``send_back`` refused: the task has no single earlier human task to go back to
+    (``reason`` says why). Nothing was written."""
+
+    def __init__(self, instance_id: str, graph_id: str, node_id: str, reason: str) -> None:
+        self.instance_id = instance_id
+        self.graph_id = graph_id
+        self.node_id = node_id
+        self.reason = reason
+        super().__init__(
+            f"Cannot send back task {graph_id}:{node_id} of instance {instance_id!r}: {reason}"
+        )
+
+
+class IndexUnavailableError(FlowError):
+    """An inbox/status/withdraw/send-back call on an executor whose state repository keeps no
+    task index (e.g. ``sql_workflow(..., index=False)``)."""
+
+    def __init__(self, repository: object, operation: str) -> None:
+        self.repository = repository
+        self.operation = operation
+        super().__init__(
+            f"{operation}() needs a state repository that keeps the task index; "
+            f"{repository!r} does not (use sql_workflow(..., index=True) or "
+            "InMemoryStateRepository)"
+        )
+
+
+class InvalidQueryError(FlowError, ValueError):
+    """A query argument is out of range (a ``limit`` below 1, a negative cursor...)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
 __all__ = [
     "ConcurrentSubmitError",
+    "IndexUnavailableError",
+    "InstanceClosedError",
     "InvalidActionError",
     "InvalidInstanceIdError",
+    "InvalidQueryError",
+    "SendBackError",
     "TaskNotWaitingError",
 ]

@@ -8,33 +8,53 @@ operation in one unit of work (a transaction for ``flow_sqla``).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flow._walk import call_task
 from flow.context import FlowContext
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
+from flow.workflow._frontier import build_index, claimed_only
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
-from flow.workflow.controllers import ActorStateController, BlockStateController
+from flow.workflow._overlay import OverlayRepository
+from flow.workflow._send_back import send_back_target
+from flow.workflow.aggregate import (
+    IndexRead,
+    InstanceIndex,
+    InstanceStatus,
+    InstanceSummary,
+    OpenTask,
+    SupportsTaskIndex,
+    utc_now,
+)
+from flow.workflow.controllers import ActorStateController, BlockStateController, identities_of
 from flow.workflow.driver import WorkflowDriver
-from flow.workflow.errors import InvalidActionError, InvalidInstanceIdError
+from flow.workflow.errors import (
+    IndexUnavailableError,
+    InstanceClosedError,
+    InvalidActionError,
+    InvalidInstanceIdError,
+    InvalidQueryError,
+    SendBackError,
+)
 from flow.workflow.records import TaskRecord
-from flow.workflow.repository import InMemoryStateRepository, state_key
+from flow.workflow.repository import InMemoryStateRepository
 from flow.workflow.states import TaskAction, TaskState
+from flow.workflow.task import Task
 
 if TYPE_CHECKING:
     from flow.engine import FlowEngine
     from flow.workflow.controllers import StateController
     from flow.workflow.records import TaskRecorder
     from flow.workflow.repository import StateRepository
-    from flow.workflow.task import Task
 
 _ASSIGNEE_KEYS = ("actor",)
 #: States of a task that is the current one (a record's target) rather than one passed.
@@ -84,21 +104,39 @@ class WorkflowExecutor:
         run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``."""
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
-            return self._walk(root, ctx, IntentType.CLAIM_TASK).task
+            index = self._indexing()
+            if index is None:
+                return self._walk(root, ctx, IntentType.CLAIM_TASK).task
+            read = index.index_read(ctx)
+            if read.stored is not None and read.stored.status == InstanceStatus.WITHDRAWN:
+                return None
+            task = self._walk(root, ctx, IntentType.CLAIM_TASK).task
+            self._index_end(index, root, ctx, read)
+            return task
 
     def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
         TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
-            return self._walk(root, ctx, IntentType.FIND_TASK).task
+            index = self._indexing()
+            read = None if index is None else index.index_read(ctx)
+            task = self._walk(root, ctx, IntentType.FIND_TASK).task
+            if index is not None and read is not None:
+                self._index_end(index, root, ctx, read)
+            return task
 
     def find_next_tasks(self, graph: Graph | str, ctx: FlowContext) -> list[Task]:
         """Every frontier task in discovery order: WAITING when this context may operate it,
         else UNKNOWN (parallel branches each contribute theirs)."""
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
-            return list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
+            index = self._indexing()
+            read = None if index is None else index.index_read(ctx)
+            tasks = list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
+            if index is not None and read is not None:
+                self._index_end(index, root, ctx, read)
+            return tasks
 
     def get_state(self, node: Node, ctx: FlowContext) -> TaskState:
         """The stored state of ``node`` for ``ctx.instance_id`` (UNKNOWN when none)."""
@@ -135,6 +173,219 @@ class WorkflowExecutor:
         if task is None or task.state != TaskState.WAITING:
             return False
         return self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=True)
+
+    # -- the approval aggregate: queries ---------------------------------------------------
+    def inbox(
+        self,
+        ctx: FlowContext,
+        *,
+        graph_id: str | None = None,
+        limit: int = 50,
+        after: int | None = None,
+    ) -> list[OpenTask]:
+        """Open tasks of RUNNING instances that ``ctx`` may operate (the controller's
+        ``identities(ctx)`` meet the task's candidates), oldest first, each once. Page with
+        ``after`` = the last task's ``cursor``. Raises :class:`IndexUnavailableError` when the
+        repository keeps no task index, :class:`InvalidQueryError` for a bad limit/cursor."""
+        index = self._require_index("inbox")
+        _check_page(limit, after)
+        identities = identities_of(self.state_controller, ctx)
+        if not identities:
+            return []
+        return index.index_inbox(identities, graph_id=graph_id, limit=limit, after=after)
+
+    def open_tasks(self, instance_id: str) -> list[OpenTask]:
+        """The open tasks of one instance (empty when it has none or is unknown), oldest
+        first. Raises :class:`IndexUnavailableError`."""
+        return self._require_index("open_tasks").index_open_tasks(instance_id)
+
+    def status(self, instance_id: str) -> InstanceStatus | None:
+        """The stored status of one instance; ``None`` when it is unknown (or was written
+        before the index existed and not reindexed). Raises :class:`IndexUnavailableError`."""
+        return self._require_index("status").index_status(instance_id)
+
+    def instances(
+        self,
+        *,
+        status: InstanceStatus | None = None,
+        graph_id: str | None = None,
+        creator: str | None = None,
+        limit: int = 50,
+        after: int | None = None,
+    ) -> list[InstanceSummary]:
+        """Indexed instances, newest first, filtered by status, graph and creator. Page with
+        ``after`` = the last summary's ``cursor``. Raises :class:`IndexUnavailableError`,
+        :class:`InvalidQueryError`."""
+        index = self._require_index("instances")
+        _check_page(limit, after)
+        if status is not None:
+            status = _checked_status(status)
+        return index.index_instances(
+            status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
+        )
+
+    # -- the approval aggregate: withdraw and send back ------------------------------------
+    def withdraw(self, graph: Graph | str, ctx: FlowContext, *, message: str | None = None) -> bool:
+        """Withdraw the RUNNING instance ``ctx.instance_id`` in one unit of work: every open
+        task becomes TERMINATED (one history record each, action TERMINATE, assignee the
+        withdrawer), the status WITHDRAWN. False, writing nothing, when the instance is unknown
+        or not RUNNING. Who may withdraw is the caller's decision (see
+        :attr:`InstanceSummary.creator`). Raises :class:`IndexUnavailableError`."""
+        root = self._graph(graph)
+        index = self._require_index("withdraw")
+        with self._operation(ctx, lock=True):
+            read = index.index_read(ctx)
+            current = self._current_index(root, ctx, read)
+            if current is None or current.status != InstanceStatus.RUNNING:
+                return False
+            nodes = [n for n in (root.get_node(t.node_id) for t in current.tasks) if n is not None]
+            for node in nodes:
+                self.state_repository.state_put(ctx, node, TaskState.TERMINATED)
+            withdrawn = InstanceIndex(
+                graph_id=root.id,
+                status=InstanceStatus.WITHDRAWN,
+                finished_at=utc_now(),
+                tasks=(),
+            )
+            index.index_write(ctx, withdrawn)
+            if self.recorder is not None:
+                who = self._actor(ctx)
+                for node in nodes:
+                    record = self._record(root, node, TaskAction.TERMINATE, ctx, message, node)
+                    self.recorder.record(ctx, _with_assignee(record, who))
+        return True
+
+    def send_back(
+        self, task: Task | OpenTask | None, ctx: FlowContext, *, message: str | None = None
+    ) -> bool:
+        """Send ``task`` back to the human task whose submit led to it (the last node of its
+        lineage), which becomes WAITING again; the task and everything that submit settled on
+        the way lose their states. False, writing nothing, when the task is not open and
+        WAITING for ``ctx`` (checked under the instance lock). Raises :class:`SendBackError`
+        (nothing written) when there is no single earlier task to go back to,
+        :class:`IndexUnavailableError` without a task index."""
+        if task is None:
+            return False
+        if isinstance(task, Task):
+            if task.state != TaskState.WAITING:
+                return False
+            root, node = task.root_graph, task.node
+        else:
+            root = self._graph(task.graph_id)
+            node = root.get_node_or_throw(task.node_id)
+        index = self._require_index("send_back")
+        with self._operation(ctx, lock=True):
+            read = index.index_read(ctx)
+            current = self._current_index(root, ctx, read)
+            if current is None or current.status != InstanceStatus.RUNNING:
+                return False
+            stored_task = next((t for t in current.tasks if t.node_id == node.id), None)
+            if stored_task is None or not self._still_waiting(node, ctx):
+                return False
+            previous, between = send_back_target(
+                ctx.instance_id,
+                root,
+                stored_task,
+                current,
+                lambda n: not self.state_controller.is_auto_forward(ctx, n),
+            )
+            repository = self.state_repository
+            for settled in (node, *between):
+                repository.state_remove(ctx, settled)
+            repository.state_put(ctx, previous, TaskState.WAITING)
+            states, _ = index.index_changes(ctx)
+            fresh = build_index(
+                self,
+                root,
+                ctx,
+                IndexRead(states=read.states, stored=current),
+                states,
+                reopened={previous.id: stored_task.lineage[:-1]},
+            )
+            opened = {t.node_id for t in fresh.tasks}
+            if previous.id not in opened or (node.id in opened and node.id != previous.id):
+                # e.g. the task lies before P on a loop: clearing it re-opens it, not P.
+                # Raising undoes the unit of work: nothing is written.
+                raise SendBackError(
+                    ctx.instance_id,
+                    root.id,
+                    node.id,
+                    f"going back would not make {previous.id!r} the open task again",
+                )
+            index.index_write(ctx, fresh)
+            if self.recorder is not None:
+                record = self._record(root, node, TaskAction.BACK_JUMP, ctx, message, previous)
+                self.recorder.record(ctx, record)
+        return True
+
+    # -- the approval aggregate: bookkeeping -----------------------------------------------
+    def _indexing(self) -> SupportsTaskIndex | None:
+        """The repository when it keeps the task index (checked per operation: the
+        repository attribute is public and may be replaced)."""
+        repository = self.state_repository
+        return repository if hasattr(repository, "index_read") else None  # type: ignore[return-value]
+
+    def _require_index(self, operation: str) -> SupportsTaskIndex:
+        index = self._indexing()
+        if index is None:
+            raise IndexUnavailableError(self.state_repository, operation)
+        return index
+
+    def _current_index(
+        self, graph: Graph, ctx: FlowContext, read: IndexRead
+    ) -> InstanceIndex | None:
+        """The stored aggregate, or the one computed now for an instance with states but
+        none stored (written before the index existed); ``None`` for an unknown instance."""
+        if read.stored is not None:
+            return read.stored
+        if not read.states:
+            return None
+        return build_index(self, graph, ctx, read, read.states)
+
+    def _index_end(
+        self,
+        index: SupportsTaskIndex,
+        graph: Graph,
+        ctx: FlowContext,
+        read: IndexRead,
+        *,
+        submitted: Node | None = None,
+        action: TaskAction | None = None,
+        reopened: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        """Store the aggregate after an operation, when it changed. Nothing happened (states
+        and stored variables as read): nothing to do. Only open tasks became WAITING (a
+        claim): the frontier is unchanged, no walk. Else a dry walk computes it."""
+        states, vars_changed = index.index_changes(ctx)
+        stored = read.stored
+        if stored is None and not states:
+            return
+        if stored is not None and not vars_changed and states == read.states:
+            return
+        fresh = None if vars_changed else claimed_only(graph, read, states)
+        if fresh is None:
+            fresh = build_index(
+                self,
+                graph,
+                ctx,
+                read,
+                states,
+                submitted=submitted,
+                action=action,
+                reopened=reopened,
+            )
+        if not fresh.same_as(stored):
+            index.index_write(ctx, fresh)
+
+    def _actor(self, ctx: FlowContext) -> str:
+        """Who the context is: its value for the first controller key it holds, else ``""``."""
+        controller = self.state_controller
+        keys = controller.keys if isinstance(controller, ActorStateController) else _ASSIGNEE_KEYS
+        for key in keys:
+            value = ctx.get(key)
+            if value is not None:
+                return str(value)
+        return ""
 
     # -- operation frame ---------------------------------------------------------------
     def _graph(self, graph: Graph | str) -> Graph:
@@ -200,6 +451,12 @@ class WorkflowExecutor:
     ) -> bool:
         action = _checked_action(action, graph, node)
         with self._operation(ctx, lock=True):
+            index = self._indexing()
+            read = None if index is None else index.index_read(ctx)
+            if read is not None and _closed_to(read, action):
+                if check_waiting:
+                    return False
+                raise InstanceClosedError(ctx.instance_id, InstanceStatus.WITHDRAWN)
             if check_waiting and not self._still_waiting(node, ctx):
                 return False
             saved_exchanger = ctx.exchanger
@@ -208,6 +465,8 @@ class WorkflowExecutor:
                     current = self._submit_do(graph, node, action, ctx)
             finally:
                 ctx.exchanger = saved_exchanger
+            if index is not None and read is not None:
+                self._index_end(index, graph, ctx, read, submitted=node, action=action)
             if self.recorder is not None:
                 record = self._record(graph, node, action, ctx, message, current)
                 self.recorder.record(ctx, record)
@@ -355,7 +614,7 @@ class WorkflowExecutor:
         """The task current after the submit, found by a dry find walk on a probe context
         whose state writes go to a throwaway overlay: nothing is written, no task code runs
         and the caller's trace is untouched."""
-        overlay = _OverlayRepository(self.state_repository, ctx)
+        overlay = OverlayRepository(self.state_repository, ctx)
         driver = WorkflowDriver(
             self.engine.get_driver(graph), self.state_controller, overlay, dry_run=True
         )
@@ -397,6 +656,34 @@ def _checked_action(action: TaskAction | int, graph: Graph, node: Node) -> TaskA
     if checked == TaskAction.UNKNOWN:
         raise InvalidActionError(action, graph_id=graph.id, node_id=node.id)
     return checked
+
+
+def _closed_to(read: IndexRead, action: TaskAction) -> bool:
+    """True when the instance is WITHDRAWN and ``action`` is not the RESTART that reopens it."""
+    stored = read.stored
+    return (
+        stored is not None
+        and stored.status == InstanceStatus.WITHDRAWN
+        and action != TaskAction.RESTART
+    )
+
+
+def _check_page(limit: int, after: int | None) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidQueryError(f"limit must be a positive integer, got {limit!r}")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
+
+
+def _checked_status(status: InstanceStatus | int) -> InstanceStatus:
+    try:
+        return InstanceStatus(status)
+    except ValueError:
+        raise InvalidQueryError(f"unknown instance status {status!r}") from None
+
+
+def _with_assignee(record: TaskRecord, assignee: str) -> TaskRecord:
+    return dataclasses.replace(record, assignee=assignee, state=TaskState.TERMINATED)
 
 
 def _end_reached(graph: Graph, target: Node, driver: object, ctx: FlowContext) -> Node | None:
@@ -454,38 +741,6 @@ class _LockedUnitOfWork:
             return bool(self._unit.__exit__(exc_type, exc, tb))
         finally:
             self._lock.__exit__(None, None, None)
-
-
-class _OverlayRepository:
-    """Reads through to ``base`` (with the caller's context, so a transactional repository
-    answers from the caller's unit of work); keeps every write to itself."""
-
-    def __init__(self, base: StateRepository, ctx: FlowContext) -> None:
-        self._base = base
-        self._ctx = ctx
-        self._states: dict[str, TaskState] = {}
-        self._cleared = False
-
-    def vars_get(self, ctx: FlowContext, node: Node) -> Mapping[str, Any] | None:
-        return self._base.vars_get(self._ctx, node)
-
-    def state_get(self, ctx: FlowContext, node: Node) -> TaskState:
-        key = state_key(node)
-        if key in self._states:
-            return self._states[key]
-        if self._cleared:
-            return TaskState.UNKNOWN
-        return self._base.state_get(self._ctx, node)
-
-    def state_put(self, ctx: FlowContext, node: Node, state: TaskState) -> None:
-        self._states[state_key(node)] = state
-
-    def state_remove(self, ctx: FlowContext, node: Node) -> None:
-        self._states[state_key(node)] = TaskState.UNKNOWN
-
-    def state_clear(self, ctx: FlowContext) -> None:
-        self._states.clear()
-        self._cleared = True
 
 
 __all__ = ["WorkflowExecutor"]

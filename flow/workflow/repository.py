@@ -6,11 +6,22 @@ the same key the Java/Go ports and ``flow_sqla`` use.
 
 from __future__ import annotations
 
+import itertools
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from flow.workflow.aggregate import (
+    IndexRead,
+    InstanceIndex,
+    InstanceStatus,
+    InstanceSummary,
+    OpenTask,
+    utc_now,
+)
 from flow.workflow.states import TaskState
 
 if TYPE_CHECKING:
@@ -56,20 +67,39 @@ class SupportsUnitOfWork(Protocol):
 
 # One undo entry: (instance id, state key or None for "whole instance", previous value).
 _Undo = tuple[str, str | None, Any]
+#: The undo key of an instance's stored aggregate (no state key contains a NUL).
+_INDEX_KEY = "\x00index"
+#: Context keys naming who writes, in order (as ``flow_sqla``'s default auditor).
+_AUDIT_KEYS = ("auditor", "creator", "actor")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Stored:
+    """One instance's aggregate in memory, with what a SQL row would add around it."""
+
+    index: InstanceIndex
+    creator: str | None
+    created_at: datetime
+    updated_at: datetime
+    cursor: int
+    task_cursors: Mapping[str, int]
 
 
 class InMemoryStateRepository:
     """The default repository: a dict per instance, safe to share between threads.
 
-    Its :meth:`unit_of_work` journals what an operation changes and puts it back if the
-    operation raises, so a failing submit (a task error, a failing recorder) leaves no trace —
-    the same guarantee the SQL repository gives with a transaction. It is public so users can
-    use it as a test double.
+    It keeps the task index too (open tasks and status, :class:`SupportsTaskIndex`), so inbox,
+    withdraw and send-back work without a database. Its :meth:`unit_of_work` journals what an
+    operation changes and puts it back if the operation raises, so a failing submit (a task
+    error, a failing recorder) leaves no trace — index included — the same guarantee the SQL
+    repository gives with a transaction. It is public so users can use it as a test double.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[str, dict[str, int]] = {}
+        self._index: dict[str, _Stored] = {}
+        self._sequence = itertools.count(1)
         self._local = threading.local()
 
     # -- the protocol ------------------------------------------------------------------
@@ -111,6 +141,94 @@ class InMemoryStateRepository:
             codes = dict(self._states.get(instance_id, {}))
         return {key: TaskState.of(code) for key, code in codes.items()}
 
+    # -- the task index (SupportsTaskIndex) ----------------------------------------------
+    def index_read(self, ctx: FlowContext) -> IndexRead:
+        with self._lock:
+            states = dict(self._states.get(ctx.instance_id, {}))
+            stored = self._index.get(ctx.instance_id)
+        return IndexRead(states=states, stored=None if stored is None else stored.index)
+
+    def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
+        """The instance's states now; variables are never stored here, so never changed."""
+        with self._lock:
+            return dict(self._states.get(ctx.instance_id, {})), False
+
+    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None:
+        instance_id = ctx.instance_id
+        now = utc_now()
+        with self._lock:
+            previous = self._index.get(instance_id)
+            old = {} if previous is None else {t.node_id: t for t in previous.index.tasks}
+            cursors: dict[str, int] = {}
+            for task in index.tasks:
+                kept = old.get(task.node_id)
+                same = kept is not None and (kept.lineage, kept.opened_at, kept.candidates) == (
+                    task.lineage,
+                    task.opened_at,
+                    task.candidates,
+                )
+                if same and previous is not None:
+                    cursors[task.node_id] = previous.task_cursors[task.node_id]
+                else:
+                    cursors[task.node_id] = next(self._sequence)
+            self._journal(instance_id, _INDEX_KEY, previous)
+            self._index[instance_id] = _Stored(
+                index=index,
+                creator=_auditor(ctx) if previous is None else previous.creator,
+                created_at=now if previous is None else previous.created_at,
+                updated_at=now,
+                cursor=next(self._sequence) if previous is None else previous.cursor,
+                task_cursors=cursors,
+            )
+
+    def index_inbox(
+        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
+    ) -> list[OpenTask]:
+        wanted = set(identities)
+        with self._lock:
+            found = [
+                task
+                for instance_id, stored in self._index.items()
+                if stored.index.status == InstanceStatus.RUNNING
+                and (graph_id is None or stored.index.graph_id == graph_id)
+                for task in _open_tasks(instance_id, stored)
+                if wanted.intersection(task.candidates) and (after is None or task.cursor > after)
+            ]
+        found.sort(key=lambda t: t.cursor)
+        return found[:limit]
+
+    def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
+        with self._lock:
+            stored = self._index.get(instance_id)
+            tasks = [] if stored is None else _open_tasks(instance_id, stored)
+        return sorted(tasks, key=lambda t: t.cursor)
+
+    def index_status(self, instance_id: str) -> InstanceStatus | None:
+        with self._lock:
+            stored = self._index.get(instance_id)
+        return None if stored is None else stored.index.status
+
+    def index_instances(
+        self,
+        *,
+        status: InstanceStatus | None,
+        graph_id: str | None,
+        creator: str | None,
+        limit: int,
+        after: int | None,
+    ) -> list[InstanceSummary]:
+        with self._lock:
+            found = [
+                _summary(instance_id, stored)
+                for instance_id, stored in self._index.items()
+                if (status is None or stored.index.status == status)
+                and (graph_id is None or stored.index.graph_id == graph_id)
+                and (creator is None or stored.creator == creator)
+                and (after is None or stored.cursor < after)
+            ]
+        found.sort(key=lambda s: s.cursor, reverse=True)
+        return found[:limit]
+
     @contextmanager
     def unit_of_work(self, ctx: FlowContext, *, lock: bool) -> Iterator[None]:
         """Undo every change made in the block (on this thread) if the block raises.
@@ -147,6 +265,12 @@ class InMemoryStateRepository:
     def _undo(self, journal: list[_Undo]) -> None:
         with self._lock:
             for instance_id, key, previous in reversed(journal):
+                if key == _INDEX_KEY:
+                    if previous is None:
+                        self._index.pop(instance_id, None)
+                    else:
+                        self._index[instance_id] = previous
+                    continue
                 if key is None:
                     self._states[instance_id] = dict(previous)
                     continue
@@ -162,6 +286,45 @@ class InMemoryStateRepository:
         with self._lock:
             count = len(self._states)
         return f"InMemoryStateRepository({count} instances)"
+
+
+def _auditor(ctx: FlowContext) -> str | None:
+    for key in _AUDIT_KEYS:
+        value = ctx.data.get(key)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def _open_tasks(instance_id: str, stored: _Stored) -> list[OpenTask]:
+    index = stored.index
+    return [
+        OpenTask(
+            instance_id=instance_id,
+            graph_id=index.graph_id,
+            node_id=task.node_id,
+            node_title=task.node_title,
+            state=task.state,
+            candidates=task.candidates,
+            lineage=task.lineage,
+            opened_at=task.opened_at,
+            cursor=stored.task_cursors[task.node_id],
+        )
+        for task in index.tasks
+    ]
+
+
+def _summary(instance_id: str, stored: _Stored) -> InstanceSummary:
+    return InstanceSummary(
+        instance_id=instance_id,
+        graph_id=stored.index.graph_id,
+        status=stored.index.status,
+        creator=stored.creator,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+        finished_at=stored.index.finished_at,
+        cursor=stored.cursor,
+    )
 
 
 __all__ = [

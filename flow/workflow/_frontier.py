@@ -1,0 +1,235 @@
+"""Computing an instance's aggregate — open tasks, lineage, status — from its node states.
+
+The open tasks are the frontier of a dry walk in which every human node counts as operatable
+(so the frontier holds for every identity at once): no task code runs, nothing is written (the
+walk's writes go to an overlay), the caller's trace is untouched. The status follows from the
+frontier, from whether the walk reached the root graph's END and from the stored status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from flow.context import FlowContext
+from flow.node_type import NodeType
+from flow.workflow._intent import INTENT_KEY, IntentType
+from flow.workflow._overlay import OverlayRepository
+from flow.workflow.aggregate import (
+    LINEAGE_LIMIT,
+    IndexedTask,
+    IndexRead,
+    InstanceIndex,
+    InstanceStatus,
+    utc_now,
+)
+from flow.workflow.controllers import candidates_of
+from flow.workflow.driver import WorkflowDriver
+from flow.workflow.states import TaskAction, TaskState
+
+if TYPE_CHECKING:
+    from flow.exchanger import FlowExchanger
+    from flow.graph import Graph, Node
+    from flow.workflow.controllers import StateController
+    from flow.workflow.executor import WorkflowExecutor
+
+_WAITING = int(TaskState.WAITING)
+_TERMINATED = int(TaskState.TERMINATED)
+_FORWARDS = (TaskAction.FORWARD, TaskAction.FORWARD_JUMP)
+_BACKS = (TaskAction.BACK, TaskAction.BACK_JUMP)
+
+
+class _Everyone:
+    """The executor's controller, except that every human node is operatable."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: StateController) -> None:
+        self.inner = inner
+
+    def is_operatable(self, ctx: FlowContext, node: Node) -> bool:
+        return True
+
+    def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
+        return self.inner.is_auto_forward(ctx, node)
+
+
+class _FrontierDriver(WorkflowDriver):
+    """A dry workflow driver that notes whether the walk reached the root graph's END."""
+
+    root: Graph | None = None
+    reached_end = False
+
+    def on_node_end(self, exchanger: FlowExchanger, node: Node) -> None:
+        super().on_node_end(exchanger, node)
+        if node.type == NodeType.END and node.graph is self.root:
+            self.reached_end = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Frontier:
+    """The open task nodes of the root graph (discovery order, each once) and whether the walk
+    reached the root graph's END."""
+
+    nodes: tuple[Node, ...]
+    reached_end: bool
+
+
+def probe_context(ctx: FlowContext) -> FlowContext:
+    """A context holding ``ctx``'s data (without its intent) for a walk that must not touch
+    ``ctx``'s trace or stop flag."""
+    data = {k: v for k, v in ctx.data.items() if k not in ("context", "instanceId", INTENT_KEY)}
+    return FlowContext(ctx.instance_id, data, connection=ctx.connection)
+
+
+def frontier(executor: WorkflowExecutor, graph: Graph, ctx: FlowContext) -> Frontier:
+    """The frontier of ``graph`` for ``ctx.instance_id`` with the states the repository holds
+    now (inside the caller's unit of work)."""
+    overlay = OverlayRepository(executor.state_repository, ctx)
+    driver = _FrontierDriver(
+        executor.engine.get_driver(graph),
+        _Everyone(executor.state_controller),
+        overlay,
+        dry_run=True,
+    )
+    driver.root = graph
+    # The graph driver's own node callbacks are for real walks (they may log or count).
+    driver._inner_on_start = driver._inner_on_end = False
+    intent = executor._walk(graph, probe_context(ctx), IntentType.FIND_NEXT_TASKS, driver)
+    seen: set[str] = set()
+    nodes: list[Node] = []
+    for task in intent.next_tasks:
+        node = task.node
+        if node.graph is graph and node.id not in seen:
+            seen.add(node.id)
+            nodes.append(node)
+    return Frontier(nodes=tuple(nodes), reached_end=driver.reached_end)
+
+
+def build_index(
+    executor: WorkflowExecutor,
+    graph: Graph,
+    ctx: FlowContext,
+    read: IndexRead,
+    states: Mapping[str, int],
+    *,
+    submitted: Node | None = None,
+    action: TaskAction | None = None,
+    reopened: Mapping[str, tuple[str, ...]] | None = None,
+) -> InstanceIndex:
+    """The aggregate of the instance after an operation (states as the unit holds them now).
+
+    Tasks still open keep their lineage and opening time; a task opened by a forward of
+    ``submitted`` gets ``submitted``'s lineage plus ``submitted``; one re-opened by a back gets
+    the part of that lineage before it; ``reopened`` sets lineages explicitly (send-back).
+    """
+    stored = read.stored
+    if (
+        stored is not None
+        and stored.status == InstanceStatus.WITHDRAWN
+        and action != TaskAction.RESTART
+    ):
+        return stored
+    found = frontier(executor, graph, ctx)
+    before = {t.node_id: t for t in stored.tasks} if stored is not None else {}
+    now = utc_now()
+    prefix = f"{graph.id}:"
+    controller = executor.state_controller
+    tasks = []
+    for node in found.nodes:
+        state = TaskState.WAITING if states.get(prefix + node.id) == _WAITING else TaskState.UNKNOWN
+        kept = before.get(node.id)
+        if reopened is not None and node.id in reopened:
+            lineage, opened_at = reopened[node.id], now
+        elif kept is not None:
+            lineage, opened_at = kept.lineage, kept.opened_at
+        else:
+            lineage, opened_at = _opened_lineage(node, submitted, action, before), now
+        tasks.append(
+            IndexedTask(
+                node_id=node.id,
+                node_title=node.title or node.id,
+                state=state,
+                candidates=candidates_of(controller, node),
+                lineage=lineage,
+                opened_at=opened_at,
+            )
+        )
+    status = _status(bool(tasks), found.reached_end, states)
+    finished = None
+    if status.is_closed:
+        same = stored is not None and stored.status == status and stored.finished_at is not None
+        finished = stored.finished_at if same and stored is not None else now
+    return InstanceIndex(graph_id=graph.id, status=status, finished_at=finished, tasks=tuple(tasks))
+
+
+def _status(has_tasks: bool, reached_end: bool, states: Mapping[str, int]) -> InstanceStatus:
+    if has_tasks:
+        return InstanceStatus.RUNNING
+    if reached_end:
+        return InstanceStatus.COMPLETED
+    if _TERMINATED in states.values():
+        return InstanceStatus.TERMINATED
+    return InstanceStatus.RUNNING
+
+
+def _opened_lineage(
+    node: Node,
+    submitted: Node | None,
+    action: TaskAction | None,
+    before: Mapping[str, IndexedTask],
+) -> tuple[str, ...]:
+    if submitted is None or action is None:
+        return ()
+    source = before.get(submitted.id)
+    base = source.lineage if source is not None else ()
+    if action in _FORWARDS:
+        return (*base, submitted.id)[-LINEAGE_LIMIT:]
+    if action in _BACKS and node.id in base:
+        cut = len(base) - 1 - base[::-1].index(node.id)
+        return base[:cut]
+    return ()
+
+
+def claimed_only(
+    graph: Graph,
+    read: IndexRead,
+    states: Mapping[str, int],
+) -> InstanceIndex | None:
+    """The stored aggregate with states updated, when the only change since ``read`` is open
+    tasks becoming WAITING (a claim): the frontier is then unchanged, no walk is needed.
+    ``None`` when anything else changed."""
+    stored = read.stored
+    if stored is None:
+        return None
+    before = read.states
+    prefix = f"{graph.id}:"
+    open_keys = {prefix + t.node_id for t in stored.tasks}
+    if before.keys() - states.keys():
+        return None
+    for key, code in states.items():
+        if before.get(key) != code and (code != _WAITING or key not in open_keys):
+            return None
+    tasks = tuple(
+        t
+        if t.state == TaskState.WAITING or states.get(prefix + t.node_id) != _WAITING
+        else IndexedTask(
+            node_id=t.node_id,
+            node_title=t.node_title,
+            state=TaskState.WAITING,
+            candidates=t.candidates,
+            lineage=t.lineage,
+            opened_at=t.opened_at,
+        )
+        for t in stored.tasks
+    )
+    return InstanceIndex(
+        graph_id=stored.graph_id,
+        status=stored.status,
+        finished_at=stored.finished_at,
+        tasks=tasks,
+    )
+
+
+__all__ = ["Frontier", "build_index", "claimed_only", "frontier", "probe_context"]

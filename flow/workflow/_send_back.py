@@ -1,0 +1,88 @@
+"""The guard of send-back: which earlier task a task goes back to, and what lies between.
+
+A task goes back to P, the last node of its lineage, only when P's submit led to this task
+alone: nothing between them may split or join (parallel, inclusive or loop nodes, or any
+other node with several outgoing links except an exclusive gateway), P must be an activity of
+the same root graph, and no other open task may come from P. Everything between P and the task
+(gateways, automatic nodes) is what P's submit settled on the way, and loses its state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from flow.node_type import NodeType
+from flow.workflow.errors import SendBackError
+
+if TYPE_CHECKING:
+    from flow.graph import Graph, Node
+    from flow.workflow.aggregate import IndexedTask, InstanceIndex
+
+_SPLITS = (NodeType.PARALLEL, NodeType.INCLUSIVE, NodeType.LOOP)
+
+
+def send_back_target(
+    instance_id: str,
+    graph: Graph,
+    task: IndexedTask,
+    index: InstanceIndex,
+    is_human: Callable[[Node], bool],
+) -> tuple[Node, tuple[Node, ...]]:
+    """P and the nodes between P and ``task`` (exclusive of both). Raises
+    :class:`SendBackError` saying why when the guard refuses."""
+
+    def refuse(reason: str) -> SendBackError:
+        return SendBackError(instance_id, graph.id, task.node_id, reason)
+
+    if not task.lineage:
+        raise refuse("it is the first task of the instance (its lineage is empty)")
+    previous = graph.get_node(task.lineage[-1])
+    if previous is None or previous.type != NodeType.ACTIVITY:
+        raise refuse(f"the task before it, {task.lineage[-1]!r}, is not an activity of the graph")
+    target = graph.get_node_or_throw(task.node_id)
+    siblings = [t.node_id for t in index.tasks if t.lineage[-1:] == (previous.id,)]
+    if len(siblings) > 1:
+        raise refuse(f"{previous.id!r} opened several tasks: {', '.join(siblings)}")
+    between = _between(previous, target, is_human)
+    if between is None:
+        raise refuse(f"it is not reached from {previous.id!r} without another human task")
+    for node in (previous, *between):
+        if node.type in _SPLITS:
+            raise refuse(f"{node.id!r} between {previous.id!r} and it splits or joins")
+        if node.type != NodeType.EXCLUSIVE and len(node.next_links) > 1:
+            raise refuse(f"{node.id!r} may open more than one task (several outgoing links)")
+    return previous, between
+
+
+def _between(start: Node, end: Node, is_human: Callable[[Node], bool]) -> tuple[Node, ...] | None:
+    """Nodes on some path ``start`` → ``end`` whose inner nodes are not human tasks (layout
+    order), or ``None`` when ``end`` is not reached that way."""
+    forward = _reach(start, end, lambda n: n.next_nodes, is_human)
+    if end not in forward:
+        return None
+    backward = _reach(end, start, lambda n: n.prev_nodes, is_human)
+    inner = (forward & backward) - {start, end}
+    return tuple(n for n in start.graph.nodes.values() if n in inner)
+
+
+def _reach(
+    origin: Node,
+    stop: Node,
+    step: Callable[[Node], Iterable[Node]],
+    is_human: Callable[[Node], bool],
+) -> set[Node]:
+    seen: set[Node] = set()
+    todo = list(step(origin))
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node is stop or node is origin or is_human(node):
+            continue
+        todo.extend(step(node))
+    return seen
+
+
+__all__ = ["send_back_target"]

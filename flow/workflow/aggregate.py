@@ -1,0 +1,173 @@
+"""The approval aggregate's records: instance status, open tasks, instance summaries, and the
+optional repository capability that stores them.
+
+An instance's *open tasks* are the human tasks some actor's claim could return now (the
+frontier, computed for every identity at once); its *status* says whether it still runs. A
+repository that implements :class:`SupportsTaskIndex` stores both in the same unit of work as
+the node states, so "what waits for me" is one indexed query instead of a walk per instance.
+See ``docs/tasks.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import IntEnum
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from flow.workflow.states import TaskState
+
+if TYPE_CHECKING:
+    from flow.context import FlowContext
+
+
+def utc_now() -> datetime:
+    """Naive UTC, whole seconds (what a plain DATETIME column keeps on every dialect)."""
+    return datetime(*time.gmtime()[:6])
+
+
+#: How many earlier tasks an open task remembers (its lineage keeps the last ones).
+LINEAGE_LIMIT = 32
+
+
+class InstanceStatus(IntEnum):
+    """Where an instance stands. COMPLETED and TERMINATED are recomputed from the node states
+    after every operation (a BACK after END re-opens an instance); WITHDRAWN is sticky until a
+    RESTART."""
+
+    RUNNING = 10
+    COMPLETED = 20
+    WITHDRAWN = 30
+    TERMINATED = 40
+
+    @property
+    def is_closed(self) -> bool:
+        return self != InstanceStatus.RUNNING
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenTask:
+    """A human task of a running instance that a claim could return now.
+
+    ``state`` is WAITING once claimed, else UNKNOWN ("ready"); ``candidates`` are the
+    controller's strings for who may operate it; ``lineage`` the node ids of the human tasks
+    whose submits led here, oldest first; ``opened_at`` naive UTC; ``cursor`` is opaque and
+    only good for the ``after`` argument of the next :meth:`WorkflowExecutor.inbox` page.
+    """
+
+    instance_id: str
+    graph_id: str
+    node_id: str
+    node_title: str
+    state: TaskState
+    candidates: tuple[str, ...]
+    lineage: tuple[str, ...]
+    opened_at: datetime
+    cursor: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceSummary:
+    """One instance as :meth:`WorkflowExecutor.instances` lists it. ``creator`` is the auditor
+    of the instance's first write; ``finished_at`` is set for every closed status and ``None``
+    while RUNNING; times are naive UTC; ``cursor`` is for the ``after`` of the next page."""
+
+    instance_id: str
+    graph_id: str | None
+    status: InstanceStatus
+    creator: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    finished_at: datetime | None
+    cursor: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexedTask:
+    """An open task as a repository stores it for one instance (no instance id, no cursor)."""
+
+    node_id: str
+    node_title: str
+    state: TaskState
+    candidates: tuple[str, ...]
+    lineage: tuple[str, ...]
+    opened_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceIndex:
+    """What the aggregate stores for one instance besides its node states."""
+
+    graph_id: str
+    status: InstanceStatus
+    finished_at: datetime | None
+    tasks: tuple[IndexedTask, ...]
+
+    def same_as(self, other: InstanceIndex | None) -> bool:
+        """True when writing ``self`` over ``other`` would change nothing a query returns."""
+        return other is not None and (self.graph_id, self.status, self.tasks) == (
+            other.graph_id,
+            other.status,
+            other.tasks,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexRead:
+    """An instance as one unit of work found it: its node states (a copy) and its stored
+    aggregate (``None`` for a new instance, or one written before the index existed)."""
+
+    states: Mapping[str, int]
+    stored: InstanceIndex | None
+
+
+@runtime_checkable
+class SupportsTaskIndex(Protocol):
+    """The optional repository capability behind inbox, status, withdraw and send-back.
+
+    The executor calls ``index_read`` at the start and ``index_changes``/``index_write`` at the
+    end of an operation, inside the repository's ``unit_of_work``: the aggregate is written in
+    the same transaction as the states, and only when it changed. The query methods run on
+    their own (a read each).
+    """
+
+    def index_read(self, ctx: FlowContext) -> IndexRead: ...
+
+    def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
+        """The states as the unit holds them now, and whether the stored variables change."""
+        ...
+
+    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None: ...
+
+    def index_inbox(
+        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
+    ) -> list[OpenTask]: ...
+
+    def index_open_tasks(self, instance_id: str) -> list[OpenTask]: ...
+
+    def index_status(self, instance_id: str) -> InstanceStatus | None: ...
+
+    def index_instances(
+        self,
+        *,
+        status: InstanceStatus | None,
+        graph_id: str | None,
+        creator: str | None,
+        limit: int,
+        after: int | None,
+    ) -> list[InstanceSummary]: ...
+
+
+__all__ = [
+    "LINEAGE_LIMIT",
+    "IndexRead",
+    "IndexedTask",
+    "InstanceIndex",
+    "InstanceStatus",
+    "InstanceSummary",
+    "OpenTask",
+    "SupportsTaskIndex",
+    "utc_now",
+]

@@ -1,0 +1,287 @@
+"""The approval aggregate on the in-memory repository: open tasks, lineage, status, inbox,
+withdraw, send-back and their errors (aggregate.md §1-§5)."""
+
+from __future__ import annotations
+
+import pytest
+from aggregate_walk import controller, flow_engine
+from wf_support import PARALLEL_ACTORS, ListRecorder, load
+
+from flow import FlowContext, FlowEngine, Graph
+from flow.workflow import (
+    ActorStateController,
+    BlockStateController,
+    IndexUnavailableError,
+    InstanceClosedError,
+    InstanceStatus,
+    InvalidQueryError,
+    NotBlockStateController,
+    SendBackError,
+    TaskAction,
+    TaskState,
+    WorkflowExecutor,
+)
+
+
+def _ctx(instance_id: str, **data: object) -> FlowContext:
+    return FlowContext.of(instance_id, {"amount": 1, **data})
+
+
+@pytest.fixture
+def recorder() -> ListRecorder:
+    return ListRecorder()
+
+
+@pytest.fixture
+def ex(recorder: ListRecorder) -> WorkflowExecutor:
+    return WorkflowExecutor(flow_engine(), controller(), recorder=recorder)
+
+
+def _approve(ex: WorkflowExecutor, instance_id: str, graph: str = "excl", **who: str) -> None:
+    ctx = _ctx(instance_id, **who)
+    task = ex.claim_task(graph, ctx)
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx)
+
+
+def _nodes(ex: WorkflowExecutor, instance_id: str) -> list[tuple[str, TaskState, tuple[str, ...]]]:
+    return [(t.node_id, t.state, t.lineage) for t in ex.open_tasks(instance_id)]
+
+
+def test_forward_opens_the_next_task_with_the_lineage_of_the_submitted_one(
+    ex: WorkflowExecutor,
+) -> None:
+    ex.claim_task("excl", _ctx("i-1", actor="alice"))
+    assert _nodes(ex, "i-1") == [("apply", TaskState.WAITING, ())]
+    _approve(ex, "i-1", actor="alice")
+    assert _nodes(ex, "i-1") == [("manager", TaskState.UNKNOWN, ("apply",))]
+    ex.claim_task("excl", _ctx("i-1", role="boss"))
+    (task,) = ex.open_tasks("i-1")
+    assert (task.state, task.candidates, task.node_title) == (
+        TaskState.WAITING,
+        ("role:boss",),
+        "Manager",
+    )
+    _approve(ex, "i-1", role="boss")
+    assert _nodes(ex, "i-1") == [("archive", TaskState.UNKNOWN, ("apply", "manager"))]
+    assert ex.status("i-1") == InstanceStatus.RUNNING
+
+
+def test_status_is_completed_at_end_and_running_again_after_a_back(ex: WorkflowExecutor) -> None:
+    _approve(ex, "i-1", actor="alice")
+    _approve(ex, "i-1", role="boss")
+    _approve(ex, "i-1", role="clerk")
+    assert (ex.status("i-1"), ex.open_tasks("i-1")) == (InstanceStatus.COMPLETED, [])
+    (summary,) = ex.instances()
+    assert summary.finished_at is not None and summary.creator == "alice"
+    ex.submit_task_at("excl", "archive", TaskAction.BACK, _ctx("i-1", role="clerk"))
+    assert ex.status("i-1") == InstanceStatus.RUNNING
+    assert ex.instances()[0].finished_at is None
+    assert [t.node_id for t in ex.open_tasks("i-1")] == ["manager"]
+
+
+def test_terminate_leaving_no_open_task_terminates_the_instance(ex: WorkflowExecutor) -> None:
+    ex.submit_task_at("excl", "apply", TaskAction.TERMINATE, _ctx("i-1", actor="alice"))
+    assert (ex.status("i-1"), ex.open_tasks("i-1")) == (InstanceStatus.TERMINATED, [])
+    ex.submit_task_at("excl", "apply", TaskAction.RESTART, _ctx("i-1", actor="alice"))
+    assert ex.status("i-1") == InstanceStatus.RUNNING
+
+
+def test_inbox_lists_each_task_once_oldest_first_and_pages_by_cursor(ex: WorkflowExecutor) -> None:
+    for n in range(5):
+        _approve(ex, f"i-{n}", actor="alice", amount=9000)  # -> director: actor carol, role boss
+    carol = _ctx("x", actor="carol", role="boss")
+    first = ex.inbox(carol, limit=2)
+    rest = ex.inbox(carol, limit=10, after=first[-1].cursor)
+    assert [t.instance_id for t in first + rest] == [f"i-{n}" for n in range(5)]
+    assert ex.inbox(_ctx("x", role="boss"), graph_id="par") == []
+    assert ex.inbox(_ctx("x", actor="bob")) == []
+    assert ex.inbox(_ctx("x")) == []
+
+
+def test_inbox_never_lists_a_closed_instance(ex: WorkflowExecutor) -> None:
+    _approve(ex, "i-1", actor="alice")
+    assert ex.withdraw("excl", _ctx("i-1", actor="alice"))
+    assert ex.inbox(_ctx("x", role="boss")) == []
+
+
+def test_withdraw_terminates_open_tasks_records_them_and_closes_the_instance(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    engine = ex.engine
+    load(engine, PARALLEL_ACTORS)
+    wf = WorkflowExecutor(engine, ActorStateController(), recorder=recorder)
+    ctx = FlowContext.of("p-1", {"actor": "user1"})
+    wf.claim_task("par", ctx)
+    assert {t.node_id for t in wf.open_tasks("p-1")} == {"A", "B"}
+    assert wf.withdraw("par", FlowContext.of("p-1", {"actor": "boss"}), message="cancelled")
+    assert wf.status("p-1") == InstanceStatus.WITHDRAWN
+    assert wf.open_tasks("p-1") == []
+    withdrawn = [(r.source.id, r.target.id, r.action, r.state, r.assignee, r.message)
+                 for r in recorder.records]  # fmt: skip
+    assert sorted(withdrawn) == [
+        (n, n, TaskAction.TERMINATE, TaskState.TERMINATED, "boss", "cancelled") for n in "AB"
+    ]
+    assert wf.claim_task("par", ctx) is None
+    assert wf.claim_task("par", FlowContext.of("p-1", {"actor": "user2"})) is None
+    assert not wf.withdraw("par", ctx)
+    assert len(recorder.records) == 2
+
+
+def test_a_withdrawn_instance_refuses_submits_until_restart(ex: WorkflowExecutor) -> None:
+    ctx = _ctx("i-1", actor="alice")
+    task = ex.claim_task("excl", ctx)
+    assert ex.withdraw("excl", ctx)
+    states = ex.state_repository.states("i-1")  # type: ignore[attr-defined]
+    with pytest.raises(InstanceClosedError, match="'i-1' is WITHDRAWN"):
+        ex.submit_task_at("excl", "apply", TaskAction.FORWARD, ctx)
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx) is False
+    assert ex.state_repository.states("i-1") == states  # type: ignore[attr-defined]
+    ex.submit_task_at("excl", "apply", TaskAction.RESTART, ctx)
+    assert ex.status("i-1") == InstanceStatus.RUNNING
+    assert [t.node_id for t in ex.inbox(ctx)] == ["apply"]
+
+
+def test_withdraw_of_an_unknown_or_closed_instance_is_false_and_writes_nothing(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    assert not ex.withdraw("excl", _ctx("nobody", actor="alice"))
+    assert ex.status("nobody") is None and ex.instances() == []
+    ex.submit_task_at("excl", "apply", TaskAction.TERMINATE, _ctx("i-1", actor="alice"))
+    recorded = len(recorder.records)
+    assert not ex.withdraw("excl", _ctx("i-1", actor="alice"))
+    assert (ex.status("i-1"), len(recorder.records)) == (InstanceStatus.TERMINATED, recorded)
+
+
+def test_send_back_reopens_the_task_that_actually_came_before(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    _approve(ex, "i-1", actor="alice", amount=9000)
+    boss = _ctx("i-1", role="boss", amount=9000)
+    task = ex.claim_task("excl", boss)
+    assert task is not None and task.node_id == "director"
+    assert ex.send_back(task, boss, message="missing receipt")
+    assert _nodes(ex, "i-1") == [("apply", TaskState.WAITING, ())]
+    states = ex.state_repository.states("i-1")  # type: ignore[attr-defined]
+    assert states == {"excl:apply": TaskState.WAITING}
+    last = recorder.records[-1]
+    assert (last.source.id, last.target.id, last.action, last.state, last.message) == (
+        "director", "apply", TaskAction.BACK_JUMP, TaskState.WAITING, "missing receipt"
+    )  # fmt: skip
+    # Forwarded again, the gateway is evaluated with the variables as they are then.
+    _approve(ex, "i-1", actor="alice", amount=1)
+    assert _nodes(ex, "i-1") == [("manager", TaskState.UNKNOWN, ("apply",))]
+
+
+def test_send_back_accepts_an_open_task_and_is_false_when_not_waiting_for_the_caller(
+    ex: WorkflowExecutor,
+) -> None:
+    _approve(ex, "i-1", actor="alice")
+    (task,) = ex.open_tasks("i-1")
+    assert ex.send_back(task, _ctx("i-1", role="boss")) is False  # not claimed: not WAITING
+    ex.claim_task("excl", _ctx("i-1", role="boss"))
+    assert ex.send_back(task, _ctx("i-1", actor="bob")) is False  # not a candidate
+    assert ex.send_back(None, _ctx("i-1", role="boss")) is False
+    assert ex.send_back(task, _ctx("i-1", role="boss"))
+    assert [t.node_id for t in ex.open_tasks("i-1")] == ["apply"]
+
+
+def test_send_back_of_the_first_task_is_refused(ex: WorkflowExecutor) -> None:
+    ctx = _ctx("i-1", actor="alice")
+    task = ex.claim_task("excl", ctx)
+    before = ex.open_tasks("i-1")
+    with pytest.raises(SendBackError, match="first task"):
+        ex.send_back(task, ctx)
+    assert ex.open_tasks("i-1") == before
+
+
+def test_send_back_out_of_a_parallel_split_is_refused_and_writes_nothing(
+    ex: WorkflowExecutor,
+) -> None:
+    _approve(ex, "p-1", "par", actor="alice")
+    legal = _ctx("p-1", role="legal")
+    task = ex.claim_task("par", legal)
+    assert task is not None and task.node_id == "legal"
+    states = ex.state_repository.states("p-1")  # type: ignore[attr-defined]
+    with pytest.raises(SendBackError, match="'draft' opened several tasks"):
+        ex.send_back(task, legal)
+    assert ex.state_repository.states("p-1") == states  # type: ignore[attr-defined]
+
+
+def test_send_back_inside_a_parallel_branch_is_allowed(ex: WorkflowExecutor) -> None:
+    _approve(ex, "p-1", "par", actor="alice")
+    _approve(ex, "p-1", "par", role="legal")
+    bob = _ctx("p-1", actor="bob")
+    task = ex.claim_task("par", bob)
+    assert task is not None and task.node_id == "sign"
+    assert ex.send_back(task, bob)
+    assert {t.node_id: t.lineage for t in ex.open_tasks("p-1")} == {
+        "legal": ("draft",),
+        "finance": ("draft",),
+    }
+
+
+def test_queries_check_their_arguments(ex: WorkflowExecutor) -> None:
+    with pytest.raises(InvalidQueryError, match="limit"):
+        ex.inbox(_ctx("x", actor="alice"), limit=0)
+    with pytest.raises(InvalidQueryError, match="after"):
+        ex.instances(after=-1)
+    with pytest.raises(InvalidQueryError, match="status"):
+        ex.instances(status=99)  # type: ignore[arg-type]
+    assert ex.status("unknown") is None and ex.open_tasks("unknown") == []
+
+
+class _PlainRepository:
+    """The StateRepository protocol alone: no unit of work, no task index."""
+
+    def vars_get(self, ctx: FlowContext, node: object) -> None:
+        return None
+
+    def state_get(self, ctx: FlowContext, node: object) -> TaskState:
+        return TaskState.UNKNOWN
+
+    def state_put(self, ctx: FlowContext, node: object, state: TaskState) -> None: ...
+
+    def state_remove(self, ctx: FlowContext, node: object) -> None: ...
+
+    def state_clear(self, ctx: FlowContext) -> None: ...
+
+
+def test_a_repository_without_the_index_gets_a_clear_error(engine: FlowEngine) -> None:
+    ex = WorkflowExecutor(flow_engine(), controller(), _PlainRepository())
+    ctx = _ctx("i-1", actor="alice")
+    assert ex.claim_task("excl", ctx) is not None  # the old operations keep working
+    calls = [
+        lambda: ex.inbox(ctx),
+        lambda: ex.open_tasks("i-1"),
+        lambda: ex.status("i-1"),
+        lambda: ex.instances(),
+        lambda: ex.withdraw("excl", ctx),
+        lambda: ex.send_back(ex.claim_task("excl", ctx), ctx),
+    ]
+    for call in calls:
+        with pytest.raises(IndexUnavailableError, match="keeps the task index"):
+            call()
+
+
+def test_controllers_name_candidates_and_identities() -> None:
+    graph = Graph.from_text(
+        "id: g\nlayout:\n - {id: s, type: start}\n"
+        " - {id: a, meta: {actor: ann, role: fin}}\n - {id: e, type: end}"
+    )
+    node = graph.get_node_or_throw("a")
+    ctx = FlowContext.of("i", {"actor": "ann", "role": 7})
+    actor = ActorStateController("actor", "role")
+    assert actor.candidates(node) == ("actor:ann", "role:fin")
+    assert actor.identities(ctx) == ("actor:ann",)  # a non-text value never matches
+    assert ActorStateController().candidates(node) == ("actor:ann",)
+    assert BlockStateController().candidates(node) == ("*",)
+    assert BlockStateController().identities(ctx) == ("*",)
+    assert NotBlockStateController().candidates(node) == ()
+    assert NotBlockStateController().identities(ctx) == ()
+
+
+def test_block_controller_inbox_is_everyones(engine: FlowEngine) -> None:
+    load(engine, "id: line\nlayout:\n - {id: s, type: start}\n - {id: A}\n - {id: e, type: end}")
+    ex = WorkflowExecutor(engine)
+    ex.claim_task("line", FlowContext.of("b-1"))
+    assert [(t.node_id, t.candidates) for t in ex.inbox(FlowContext.of())] == [("A", ("*",))]
