@@ -21,6 +21,7 @@ from flow_sqla.errors import (
 
 # --- repository / history (added by the repository engineer) -------------------------------
 from flow_sqla.history import HistoryEntry, TaskHistoryRecorder
+from flow_sqla.reindex import reindex
 from flow_sqla.repository import Snapshot, SqlStateRepository
 from flow_sqla.retry import is_retryable, run_in_transaction
 from flow_sqla.tables import FlowTables
@@ -46,6 +47,7 @@ __all__ = [
     "UnstorableGraphError",
     "UnstorableValueError",
     "is_retryable",
+    "reindex",
     "run_in_transaction",
     "sql_workflow",
 ]

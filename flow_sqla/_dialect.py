@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 #: Columns a locking read returns (see DialectOps.locking_read).
 LOCK_COLUMNS: tuple[str, ...] = ("states", "vars", "has_graph")
 
+#: The task index's columns of the instance row (read by the locking read when indexing).
+INDEX_COLUMNS: tuple[str, ...] = ("graph_id", "status", "finish_time", "open_tasks")
+
 #: Columns a plain read of the instance row returns, in this order.
 ROW_COLUMNS: tuple[str, ...] = (
     "id",
@@ -280,7 +283,7 @@ class DialectOps:
     raises :class:`RepositoryError` at construction.
     """
 
-    def __init__(self, dialect: Dialect, tables: FlowTables) -> None:
+    def __init__(self, dialect: Dialect, tables: FlowTables, *, index: bool = False) -> None:
         self.name: str = dialect.name
         if self.name not in ("mysql", "mariadb", "postgresql", "sqlite"):
             raise RepositoryError(f"Unsupported database dialect {self.name!r}")
@@ -301,6 +304,8 @@ class DialectOps:
         # What a driver returns for a JSON column when no result processor runs (prepared
         # statements): text on MySQL/MariaDB and SQLite, already decoded by psycopg.
         self.json_as_text: bool = self.name != "postgresql"
+        if index:  # the task index's columns come with the row lock (no extra statement)
+            self._lock_columns += [table.c[name] for name in INDEX_COLUMNS]
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,
@@ -488,6 +493,7 @@ def _sqlite_lock_conflict(orig: BaseException) -> bool:
 
 
 __all__ = [
+    "INDEX_COLUMNS",
     "LOCK_COLUMNS",
     "MIGRATION_LOCK_TIMEOUT",
     "ROW_COLUMNS",

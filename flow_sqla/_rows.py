@@ -17,18 +17,22 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from sqlalchemy.engine import RowMapping
 
 from flow.errors import SnapshotError
+from flow.workflow.aggregate import IndexedTask, InstanceIndex, InstanceStatus
+from flow.workflow.states import TaskState
 
 _V = TypeVar("_V")
 
 
 class StoredRow(NamedTuple):
     """The validated columns an operation needs: ``states`` (codes, unknown ones kept as
-    stored), ``vars`` (the encoded JSON object) and whether a graph is stored. Immutable; a
-    tuple because one is made for every operation."""
+    stored), ``vars`` (the encoded JSON object), whether a graph is stored and — when the
+    repository keeps the task index — the stored aggregate (``None``: not indexed). Immutable;
+    a tuple because one is made for every operation."""
 
     states: Mapping[str, int]
     vars: Mapping[str, Any]
     has_graph: bool
+    aggregate: InstanceIndex | None = None
 
 
 def parse_states(instance_id: str, raw: Any) -> dict[str, int]:
@@ -71,7 +75,58 @@ def parse_row(instance_id: str, row: RowMapping) -> StoredRow:
         states=parse_states(instance_id, row["states"]),
         vars=parse_vars(instance_id, row["vars"]),
         has_graph=bool(has_graph),
+        aggregate=parse_index(instance_id, row) if "status" in row else None,
     )
+
+
+def parse_index(instance_id: str, row: Mapping[str, Any]) -> InstanceIndex | None:
+    """The stored aggregate of a row read with the index columns; ``None`` when its status is
+    NULL (written before the index existed, or by the Go plugin). Raises
+    :class:`SnapshotError` for a status or ``open_tasks`` of the wrong shape."""
+    code = row["status"]
+    if code is None:
+        return None
+    try:
+        status = InstanceStatus(code)
+        tasks = tuple(_task(item) for item in (row["open_tasks"] or ()))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise SnapshotError(
+            f"Stored task index is malformed: {exc}", instance_id=instance_id
+        ) from exc
+    return InstanceIndex(
+        graph_id=str(row["graph_id"] or ""),
+        status=status,
+        finished_at=row["finish_time"],
+        tasks=tasks,
+    )
+
+
+def _task(item: Any) -> IndexedTask:
+    if not isinstance(item, dict):
+        raise TypeError(f"an open task must be an object, got {type(item).__name__}")
+    lineage, candidates = item["lineage"], item["candidates"]
+    if not isinstance(lineage, list) or not isinstance(candidates, list):
+        raise TypeError("lineage and candidates must be lists")
+    return IndexedTask(
+        node_id=str(item["node"]),
+        node_title=str(item["title"]),
+        state=TaskState(item["state"]),
+        candidates=tuple(str(c) for c in candidates),
+        lineage=tuple(str(n) for n in lineage),
+        opened_at=datetime.fromisoformat(item["opened"]),
+    )
+
+
+def task_doc(task: IndexedTask) -> dict[str, Any]:
+    """The JSON object ``open_tasks`` stores for one task (read back by :func:`parse_index`)."""
+    return {
+        "node": task.node_id,
+        "title": task.node_title,
+        "state": int(task.state),
+        "candidates": list(task.candidates),
+        "lineage": list(task.lineage),
+        "opened": task.opened_at.isoformat(),
+    }
 
 
 def utc_now() -> datetime:
@@ -116,4 +171,13 @@ class BoundedMap(Generic[_V]):
             return len(self._items)
 
 
-__all__ = ["BoundedMap", "StoredRow", "parse_row", "parse_states", "parse_vars", "utc_now"]
+__all__ = [
+    "BoundedMap",
+    "StoredRow",
+    "parse_index",
+    "parse_row",
+    "parse_states",
+    "parse_vars",
+    "task_doc",
+    "utc_now",
+]

@@ -101,10 +101,13 @@ class TaskHistoryRecorder:
         *,
         plain_json: bool = False,
         limits: CodecLimits | None = None,
+        index: bool = False,
     ) -> None:
         self.engine: Engine = engine_for(bind)
         self.tables = tables or FlowTables()
         self._table = self.tables.task
+        #: ``index=True`` also writes the ``action`` column (revision ``flow0004``).
+        self.writes_action = bool(index)
         self._dialect = DialectOps(self.engine.dialect, self.tables)
         # Filtered like the repository's vars, as the Go plugin filters them.
         self._vars = VarsPolicy(limits=limits, plain_json=plain_json)
@@ -197,7 +200,7 @@ class TaskHistoryRecorder:
         created = record.created_at
         if created.tzinfo is not None and created.tzinfo is not UTC:
             created = created.astimezone(UTC)
-        return {
+        row = {
             "flow_ins_id": record.instance_id,
             "proc_def_id": record.graph_id,
             "task_id": record.task_id,
@@ -215,6 +218,9 @@ class TaskHistoryRecorder:
             "creator": creator,
             "create_time": created.replace(tzinfo=None, microsecond=0),
         }
+        if self.writes_action:
+            row["action"] = int(record.action)
+        return row
 
     def _entry(
         self,

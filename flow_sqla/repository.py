@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,13 +25,30 @@ from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
 from flow.graph import Graph, Node
+from flow.workflow.aggregate import (
+    IndexRead,
+    InstanceIndex,
+    InstanceStatus,
+    InstanceSummary,
+    OpenTask,
+)
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
+from flow_sqla._dialect import INDEX_COLUMNS, WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
 from flow_sqla._engine import engine_for
 from flow_sqla._limits import GraphChecks, check_id, check_instance_id, check_readable
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._rows import BoundedMap, StoredRow, parse_row, parse_states, parse_vars, utc_now
+from flow_sqla._rows import (
+    BoundedMap,
+    StoredRow,
+    parse_index,
+    parse_row,
+    parse_states,
+    parse_vars,
+    task_doc,
+    utc_now,
+)
+from flow_sqla._todo import TodoTable
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError, StaleCacheError
@@ -91,6 +108,7 @@ class _Operation:
         "graph",
         "instance_id",
         "locked",
+        "new_index",
         "replace_vars",
         "states",
         "stored_vars",
@@ -107,6 +125,7 @@ class _Operation:
         self.replace_vars = False
         self.stored_vars: dict[str, Any] | None = None
         self.final: StoredRow | None = None
+        self.new_index: InstanceIndex | None = None
 
     def note_graph(self, ctx: FlowContext, node: Node) -> None:
         if self.graph is None:
@@ -149,8 +168,10 @@ class SqlStateRepository:
     its id (see :class:`Snapshot`); :func:`~flow_sqla.sql_workflow` passes its engine.
     ``plain_json=True`` stores dates, times, decimals and UUIDs as plain JSON strings (for Go
     services; they read back as ``str``); ``limits`` bounds the stored variables
-    (:class:`flow.codec.CodecLimits`). Raises :class:`RepositoryError` for an unsupported
-    dialect and ``ValueError`` for an unknown cache mode.
+    (:class:`flow.codec.CodecLimits`). ``index=True`` keeps the task index (instance status
+    and open tasks, revision ``flow0004``) in the same transaction as the states — the
+    executor then offers inbox, withdraw and send-back. Raises :class:`RepositoryError` for
+    an unsupported dialect and ``ValueError`` for an unknown cache mode.
     """
 
     def __init__(
@@ -164,13 +185,17 @@ class SqlStateRepository:
         flow_engine: FlowEngine | None = None,
         plain_json: bool = False,
         limits: CodecLimits | None = None,
+        index: bool = False,
     ) -> None:
         if cache not in ("operation", "process"):
             raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
         self.engine: Engine = engine_for(bind)
         self.tables = tables or FlowTables()
         self.cache_mode: CacheMode = cache
-        self._dialect = DialectOps(self.engine.dialect, self.tables)
+        #: Whether this repository keeps the task index (the executor checks it).
+        self.keeps_task_index = bool(index)
+        self._dialect = DialectOps(self.engine.dialect, self.tables, index=self.keeps_task_index)
+        self._todo = TodoTable(self.tables)
         self._auditor: Auditor = auditor or default_auditor
         self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
         self.flow_engine = flow_engine
@@ -180,8 +205,8 @@ class SqlStateRepository:
         )
         self._local = _ThreadOperations()
         self._locking_reads: dict[bool, list[Executable]] = {}
-        self._upserts: dict[bool, Executable] = {}
-        self._updates: dict[bool, Executable] = {}
+        self._upserts: dict[tuple[bool, bool], Executable] = {}
+        self._updates: dict[tuple[bool, bool], Executable] = {}
         self._graph_docs: dict[int, tuple[Graph, str]] = {}
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
@@ -368,31 +393,32 @@ class SqlStateRepository:
             )
         return stmts
 
-    def _upsert_statement(self, with_graph: bool) -> Executable:
-        stmt = self._upserts.get(with_graph)
+    def _upsert_statement(self, with_graph: bool, with_index: bool = False) -> Executable:
+        stmt = self._upserts.get((with_graph, with_index))
         if stmt is None:
-            names = (*_UPSERT_COLUMNS, "graph") if with_graph else _UPSERT_COLUMNS
-            columns = (*_BASE_COLUMNS, "graph") if with_graph else _BASE_COLUMNS
-            row = {name: self._bind(name) for name in names}
-            stmt = self._dialect.upsert(row, columns)
+            extra = _extra_columns(with_graph, with_index)
+            row = {name: self._bind(name) for name in (*_UPSERT_COLUMNS, *extra)}
+            stmt = self._dialect.upsert(row, (*_BASE_COLUMNS, *extra))
             if isinstance(stmt, sa.Insert):
                 stmt = stmt.inline()  # no implicit RETURNING of the id: nothing reads it
-            self._upserts[with_graph] = stmt
+            self._upserts[(with_graph, with_index)] = stmt
         return stmt
 
-    def _update_statement(self, with_graph: bool) -> Executable:
+    def _update_statement(self, with_graph: bool, with_index: bool = False) -> Executable:
         """The flush of a row this operation holds locked: a plain UPDATE by ``row_key``."""
-        stmt = self._updates.get(with_graph)
+        stmt = self._updates.get((with_graph, with_index))
         if stmt is None:
-            columns = (*_BASE_COLUMNS, "graph") if with_graph else _BASE_COLUMNS
+            columns = (*_BASE_COLUMNS, *_extra_columns(with_graph, with_index))
             key = sa.bindparam(_ROW_KEY, type_=self.tables.repository.c.instant_id.type)
             values = {name: self._bind(name) for name in columns}
-            stmt = self._updates[with_graph] = self._dialect.update_row(key, values)
+            stmt = self._updates[(with_graph, with_index)] = self._dialect.update_row(key, values)
         return stmt
 
     def _bind(self, name: str) -> sa.BindParameter[Any]:
         if name == "graph":  # bound as the JSON text _graph_doc encoded once per graph
             return sa.bindparam(name, type_=EncodedJSON())
+        if name == "open_tasks":  # the column's own JSON type, on every dialect
+            return sa.bindparam(name, type_=self.tables.repository.c.open_tasks.type)
         return sa.bindparam(name, type_=self.tables.repository.c[name].type)
 
     def _fetch(
@@ -425,7 +451,7 @@ class SqlStateRepository:
             ) from exc
         if row is None:
             return None
-        states, variables, graph = row
+        states, variables, graph = row[:3]
         if self._dialect.json_as_text:
             states = _json_value(instance_id, states)
             variables = _json_value(instance_id, variables)
@@ -433,7 +459,23 @@ class SqlStateRepository:
             states=parse_states(instance_id, states),
             vars=parse_vars(instance_id, variables),
             has_graph=bool(graph),
+            aggregate=self._aggregate(instance_id, row) if self.keeps_task_index else None,
         )
+
+    def _aggregate(self, instance_id: str, row: Any) -> InstanceIndex | None:
+        """The task index's columns of a locking read's row (raw driver values)."""
+        graph_id, status, finish_time, open_tasks = row[3:7]
+        if self._dialect.json_as_text:
+            open_tasks = _json_value(instance_id, open_tasks)
+        if isinstance(finish_time, str):  # SQLite hands DATETIME back as its text
+            finish_time = datetime.fromisoformat(finish_time)
+        values = {
+            "graph_id": graph_id,
+            "status": status,
+            "finish_time": finish_time,
+            "open_tasks": open_tasks,
+        }
+        return parse_index(instance_id, values)
 
     def _execute(
         self,
@@ -453,17 +495,15 @@ class SqlStateRepository:
         caller's own code deleted it in this transaction). An operation served from the
         process cache locks and re-reads the row first and writes only if it is unchanged.
         """
-        encoded = self._vars.encode(op.instance_id, ctx.data)
         base = op.base
-        base_vars, excluded = base.vars, self._vars.excluded
-        if not excluded.isdisjoint(base_vars):
-            # Rows written by the Go plugin may carry identity keys (actor, instanceId...):
-            # never written back, so the row loses them with its next change.
-            base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
-        new_vars = encoded if op.replace_vars else {**base_vars, **encoded}
-        changed = op.states != base.states or new_vars != base_vars or op.force_graph
+        base_vars, new_vars = self._vars_change(ctx, op)
+        new_index = op.new_index
+        with_index = new_index is not None and not _same_index(new_index, base.aggregate)
+        changed = op.states != base.states or new_vars != base_vars or op.force_graph or with_index
         if not changed:
             op.final = base
+            if self.keeps_task_index and _empty(base) and op.locked:
+                self._drop_empty_row(op)
             return
         if not op.locked:
             # Started from the process cache: write only if the row is still the one cached.
@@ -478,13 +518,25 @@ class SqlStateRepository:
         }
         if write_graph and op.graph is not None:
             row["graph"] = self._graph_doc(op.graph)
+        if with_index and new_index is not None:
+            row["graph_id"] = new_index.graph_id
+            row["status"] = int(new_index.status)
+            row["finish_time"] = new_index.finished_at
+            row["open_tasks"] = [task_doc(t) for t in new_index.tasks]
         with_graph = "graph" in row
-        if not self._update(op, row, with_graph):
+        if not self._update(op, row, with_graph, with_index):
             row["instant_id"] = op.instance_id
             row["creator"] = row["updater"]
             row["create_time"] = row["update_time"]
-            self._execute(op.conn, self._upsert_statement(with_graph), row)
-        op.final = StoredRow(states=states, vars=new_vars, has_graph=base.has_graph or write_graph)
+            self._execute(op.conn, self._upsert_statement(with_graph, with_index), row)
+        if with_index and new_index is not None:
+            self._todo.write(op.conn, op.instance_id, base.aggregate, new_index)
+        op.final = StoredRow(
+            states=states,
+            vars=new_vars,
+            has_graph=base.has_graph or write_graph,
+            aggregate=new_index if with_index else base.aggregate,
+        )
 
     def _revalidate(self, ctx: FlowContext, op: _Operation) -> None:
         """Lock the row of an operation served from the process cache before its write, and
@@ -496,11 +548,33 @@ class SqlStateRepository:
         if fresh != op.base:
             raise StaleCacheError(op.instance_id)
 
-    def _update(self, op: _Operation, row: dict[str, Any], with_graph: bool) -> bool:
+    def _vars_change(
+        self, ctx: FlowContext, op: _Operation
+    ) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """``(stored vars as compared, vars to store)`` for the operation's context."""
+        encoded = self._vars.encode(op.instance_id, ctx.data)
+        base_vars, excluded = op.base.vars, self._vars.excluded
+        if not excluded.isdisjoint(base_vars):
+            # Rows written by the Go plugin may carry identity keys (actor, instanceId...):
+            # never written back, so the row loses them with its next change.
+            base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
+        return base_vars, (encoded if op.replace_vars else {**base_vars, **encoded})
+
+    def _drop_empty_row(self, op: _Operation) -> None:
+        """An operation that stored nothing leaves no row behind (the locking read created
+        it, e.g. a find on an unknown id): delete it, by its unique key."""
+        table = self.tables.repository
+        op.conn.execute(sa.delete(table).where(table.c.instant_id == op.instance_id))
+        op.final = None
+        self._known.pop(op.instance_id)
+
+    def _update(
+        self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool = False
+    ) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
         transaction by the caller's own code), so the upsert recreates it."""
         params = {**row, _ROW_KEY: op.instance_id}
-        result = self._execute(op.conn, self._update_statement(with_graph), params)
+        result = self._execute(op.conn, self._update_statement(with_graph, with_index), params)
         return bool(result.rowcount)
 
     def _graph_doc(self, graph: Graph) -> str:
@@ -605,6 +679,69 @@ class SqlStateRepository:
                 self._graphs.check(op.graph)
         if node.graph is not op.graph:  # a node of a called sub-graph
             self._graphs.check(node.graph)
+
+    # -- the task index (SupportsTaskIndex; used when ``index=True``) -------------------
+    def index_read(self, ctx: FlowContext) -> IndexRead:
+        """The states and stored aggregate as this operation's locking read found them."""
+        op = self._op(ctx)
+        stored = op.new_index if op.new_index is not None else op.base.aggregate
+        return IndexRead(states=dict(op.states), stored=stored)
+
+    def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
+        op = self._op(ctx)
+        base_vars, new_vars = self._vars_change(ctx, op)
+        return dict(op.states), new_vars != base_vars
+
+    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None:
+        """Buffer ``index``; the operation's flush writes it with the states."""
+        self._op(ctx).new_index = index
+
+    def index_inbox(
+        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
+    ) -> list[OpenTask]:
+        with self._query() as conn:
+            return self._todo.inbox(conn, identities, graph_id, limit, after)
+
+    def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
+        with self._query(instance_id) as conn:
+            return self._todo.open_tasks(conn, instance_id)
+
+    def index_status(self, instance_id: str) -> InstanceStatus | None:
+        with self._query(instance_id) as conn:
+            code = conn.execute(self._todo.status_statement(instance_id)).scalar()
+        return None if code is None else InstanceStatus(code)
+
+    def index_instances(
+        self,
+        *,
+        status: InstanceStatus | None,
+        graph_id: str | None,
+        creator: str | None,
+        limit: int,
+        after: int | None,
+    ) -> list[InstanceSummary]:
+        with self._query() as conn:
+            return self._todo.instances(conn, status, graph_id, creator, limit, after)
+
+    def _op(self, ctx: FlowContext) -> _Operation:
+        op = self._local.ops.get(ctx.instance_id)
+        if op is None or not self.keeps_task_index:
+            raise RepositoryError(
+                "The task index is read and written inside an executor operation of a "
+                "repository built with index=True",
+                instance_id=ctx.instance_id,
+            )
+        return op
+
+    @contextmanager
+    def _query(self, instance_id: str | None = None) -> Iterator[Connection]:
+        if not self.keeps_task_index:
+            raise RepositoryError(
+                f"{self!r} keeps no task index: build it with index=True "
+                "(sql_workflow(..., index=True)) after migrating to revision flow0004"
+            )
+        with self._translating(instance_id), self.engine.connect() as conn:
+            yield conn
 
     # -- snapshots and inspection ------------------------------------------------------
     def save_snapshot(self, ctx: FlowContext, graph: Graph) -> None:
@@ -738,6 +875,18 @@ def _object_or_none(text: str) -> dict[str, Any] | None:
 def _id_of(doc: Mapping[str, Any]) -> str | None:
     graph_id = doc.get("id")
     return graph_id if isinstance(graph_id, str) and graph_id else None
+
+
+def _extra_columns(with_graph: bool, with_index: bool) -> tuple[str, ...]:
+    return (*(("graph",) if with_graph else ()), *(INDEX_COLUMNS if with_index else ()))
+
+
+def _same_index(new: InstanceIndex, old: InstanceIndex | None) -> bool:
+    return new.same_as(old) and old is not None and new.finished_at == old.finished_at
+
+
+def _empty(row: StoredRow) -> bool:
+    return not row.states and not row.vars and not row.has_graph and row.aggregate is None
 
 
 __all__ = ["Auditor", "CacheMode", "Snapshot", "SqlStateRepository"]

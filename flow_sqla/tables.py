@@ -20,6 +20,9 @@ from flow_sqla.errors import InvalidIdentifierError
 
 DEFAULT_REPO_TABLE = "bpm_flow_repository"
 DEFAULT_TASK_TABLE = "bpm_flow_task"
+DEFAULT_TODO_TABLE = "bpm_flow_todo"
+#: Longest candidate string the open-task table keeps (``"<key>:<value>"``).
+CANDIDATE_LENGTH = 128
 DEFAULT_VERSION_TABLE = "flow_alembic_version"
 REFERENCE_UNIQUE_NAME = "uniq_instantId"
 
@@ -74,6 +77,7 @@ class TableNames:
     task_table: str = DEFAULT_TASK_TABLE
     schema: str | None = None
     version_table: str = DEFAULT_VERSION_TABLE
+    todo_table: str = DEFAULT_TODO_TABLE
 
     @classmethod
     def create(
@@ -83,11 +87,13 @@ class TableNames:
         task_table: str = DEFAULT_TASK_TABLE,
         schema: str | None = None,
         version_table: str | None = None,
+        todo_table: str | None = None,
     ) -> TableNames:
         """Validate every name and pick the version table.
 
         The version table defaults to ``flow_alembic_version`` for the default table names and
-        to ``<repo_table>_alembic_version`` otherwise, so table sets keep separate histories.
+        to ``<repo_table>_alembic_version`` otherwise, so table sets keep separate histories;
+        the open-task table likewise to ``bpm_flow_todo`` or ``<repo_table>_todo``.
         Raises :class:`InvalidIdentifierError` naming the first bad identifier.
         """
         repo = validate_identifier(repo_table, kind="table name")
@@ -100,7 +106,17 @@ class TableNames:
                 DEFAULT_VERSION_TABLE if defaults else _derived(f"{repo}_alembic_version", repo)
             )
         validate_identifier(version_table, kind="version table name")
-        names = cls(repo_table=repo, task_table=task, schema=schema, version_table=version_table)
+        if todo_table is None:
+            defaults = (repo, task) == (DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE)
+            todo_table = DEFAULT_TODO_TABLE if defaults else _derived(f"{repo}_todo", repo)
+        todo = validate_identifier(todo_table, kind="table name")
+        names = cls(
+            repo_table=repo,
+            task_table=task,
+            schema=schema,
+            version_table=version_table,
+            todo_table=todo,
+        )
         names.derived_names()
         return names
 
@@ -121,9 +137,31 @@ class TableNames:
         """Name of the optional index on ``task(assignee)``."""
         return _derived(f"ix_{self.task_table}_assignee", self.task_table)
 
-    def derived_names(self) -> tuple[str, str, str]:
+    @property
+    def status_index(self) -> str:
+        """Name of the index on ``repository(status, graph_id, id)`` (instance lists)."""
+        return _derived(f"ix_{self.repo_table}_status", self.repo_table)
+
+    @property
+    def todo_unique(self) -> str:
+        """Name of the unique key on ``todo(instant_id, node_id, candidate)``."""
+        return _derived(f"uq_{self.todo_table}_task", self.todo_table)
+
+    @property
+    def candidate_index(self) -> str:
+        """Name of the index on ``todo(candidate, id)`` (the inbox)."""
+        return _derived(f"ix_{self.todo_table}_candidate", self.todo_table)
+
+    def derived_names(self) -> tuple[str, ...]:
         """All derived names; raises :class:`InvalidIdentifierError` if one is too long."""
-        return (self.instant_id_unique, self.flow_ins_id_index, self.assignee_index)
+        return (
+            self.instant_id_unique,
+            self.flow_ins_id_index,
+            self.assignee_index,
+            self.status_index,
+            self.todo_unique,
+            self.candidate_index,
+        )
 
 
 def _id_column() -> sa.Column[int]:
@@ -134,7 +172,7 @@ def _id_column() -> sa.Column[int]:
 #: Columns holding ids that must compare exactly (binary collation on MySQL/MariaDB, revision
 #: ``flow0003``): the instance id in both tables, graph and node ids, the assignee.
 EXACT_ID_COLUMNS: dict[str, tuple[str, ...]] = {
-    "repository": ("instant_id",),
+    "repository": ("instant_id", "graph_id"),
     "task": (
         "flow_ins_id",
         "proc_def_id",
@@ -143,6 +181,9 @@ EXACT_ID_COLUMNS: dict[str, tuple[str, ...]] = {
         "target_node_code",
         "assignee",
     ),
+    # The task index's (revision flow0004 creates them exact): "graph_id" of the repository
+    # table and the open-task table's ids.
+    "todo": ("instant_id", "graph_id", "node_id", "candidate"),
 }
 
 #: Width of every VARCHAR column of the reference DDL (ids, names, auditors).
@@ -168,15 +209,21 @@ def _audit_columns() -> list[sa.Column[Any]]:
 
 
 class FlowTables:
-    """``bpm_flow_repository`` and ``bpm_flow_task`` (or the configured names) on one ``MetaData``.
+    """``bpm_flow_repository``, ``bpm_flow_task`` and ``bpm_flow_todo`` (or the configured
+    names) on one ``MetaData``.
 
     Attributes: ``metadata``, ``repository`` (one row per instance, unique ``instant_id``),
-    ``task`` (append-only history), ``names`` (:class:`TableNames`). The two indexes on
-    ``task(flow_ins_id)`` and ``task(assignee)`` are optional additions (Alembic revision
-    ``flow0002``); no query requires them. The id columns of :data:`EXACT_ID_COLUMNS` compare
-    exactly on every dialect (binary NO PAD collation on MySQL/MariaDB, revision ``flow0003``).
-    Raises :class:`InvalidIdentifierError` for a bad table or schema name before any SQL is
-    built.
+    ``task`` (append-only history), ``todo`` (the open-task index: one row per open task and
+    candidate), ``names`` (:class:`TableNames`). The two indexes on ``task(flow_ins_id)`` and
+    ``task(assignee)`` are optional additions (Alembic revision ``flow0002``). The id columns
+    of :data:`EXACT_ID_COLUMNS` compare exactly on every dialect (binary NO PAD collation on
+    MySQL/MariaDB, revision ``flow0003``). The task index (revision ``flow0004``) adds nullable
+    ``graph_id``, ``status``, ``finish_time`` and ``open_tasks`` columns to the repository
+    table, ``action`` to the task table, and the ``todo`` table (``todo_table`` defaults to
+    ``bpm_flow_todo`` for the default table names, else ``<repo_table>_todo``, so table sets
+    never share one). ``index=False`` deployments never touch them, so the reference tables
+    alone suffice there. Raises :class:`InvalidIdentifierError` for a bad table or schema name
+    before any SQL is built.
     """
 
     def __init__(
@@ -186,11 +233,15 @@ class FlowTables:
         repo_table: str = DEFAULT_REPO_TABLE,
         task_table: str = DEFAULT_TASK_TABLE,
         schema: str | None = None,
+        todo_table: str | None = None,
     ) -> None:
-        self.names = TableNames.create(repo_table=repo_table, task_table=task_table, schema=schema)
+        self.names = TableNames.create(
+            repo_table=repo_table, task_table=task_table, schema=schema, todo_table=todo_table
+        )
         self.metadata = metadata if metadata is not None else sa.MetaData()
         self.repository = self._repository_table()
         self.task = self._task_table()
+        self.todo = self._todo_table()
 
     def _repository_table(self) -> sa.Table:
         n = self.names
@@ -203,7 +254,9 @@ class FlowTables:
             sa.Column("states", _json()),
             sa.Column("vars", _json()),
             *_audit_columns(),
+            *index_columns(),
             sa.UniqueConstraint("instant_id", name=n.instant_id_unique),
+            sa.Index(n.status_index, "status", "graph_id", "id"),
             schema=n.schema,
             **MYSQL_TABLE_OPTIONS,
         )
@@ -229,21 +282,67 @@ class FlowTables:
             sa.Column("variables", _json()),
             sa.Column("message", sa.Text()),
             *_audit_columns(),
+            sa.Column("action", sa.Integer()),
             sa.Index(n.flow_ins_id_index, "flow_ins_id"),
             sa.Index(n.assignee_index, "assignee"),
             schema=n.schema,
             **MYSQL_TABLE_OPTIONS,
         )
 
+    def _todo_table(self) -> sa.Table:
+        n = self.names
+        return sa.Table(
+            n.todo_table,
+            self.metadata,
+            *todo_columns(),
+            sa.UniqueConstraint("instant_id", "node_id", "candidate", name=n.todo_unique),
+            sa.Index(n.candidate_index, "candidate", "id"),
+            schema=n.schema,
+            **MYSQL_TABLE_OPTIONS,
+        )
+
+
+def index_columns() -> list[sa.Column[Any]]:
+    """The repository columns of the task index (all nullable; NULL ``status``: not indexed).
+
+    ``open_tasks`` is the aggregate's own record of its open tasks (with their lineage), read
+    with the row lock, so an operation knows what it changes without reading ``todo``.
+    """
+    return [
+        sa.Column("graph_id", _exact_id()),
+        sa.Column("status", sa.Integer()),
+        sa.Column("finish_time", sa.DateTime()),
+        sa.Column("open_tasks", _json()),
+    ]
+
+
+def todo_columns() -> list[sa.Column[Any]]:
+    """The columns of the open-task table, in order."""
+    return [
+        _id_column(),
+        sa.Column("instant_id", _exact_id(), nullable=False),
+        sa.Column("graph_id", _exact_id(), nullable=False),
+        sa.Column("node_id", _exact_id(), nullable=False),
+        sa.Column("node_name", sa.String(64)),
+        sa.Column("state", sa.Integer(), nullable=False),
+        sa.Column("candidate", ExactString(CANDIDATE_LENGTH), nullable=False),
+        sa.Column("lineage", _json()),
+        sa.Column("create_time", sa.DateTime()),
+    ]
+
 
 __all__ = [
+    "CANDIDATE_LENGTH",
     "DEFAULT_REPO_TABLE",
     "DEFAULT_TASK_TABLE",
+    "DEFAULT_TODO_TABLE",
     "DEFAULT_VERSION_TABLE",
     "EXACT_ID_COLUMNS",
     "ID_LENGTH",
     "MYSQL_TABLE_OPTIONS",
     "FlowTables",
     "TableNames",
+    "index_columns",
+    "todo_columns",
     "validate_identifier",
 ]

@@ -28,6 +28,7 @@ def sql_workflow(
     plain_json: bool = False,
     limits: CodecLimits | None = None,
     max_steps: int | None = WorkflowExecutor.MAX_STEPS,
+    index: bool = True,
 ) -> WorkflowExecutor:
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
@@ -37,16 +38,27 @@ def sql_workflow(
     ``plain_json=True`` stores dates, times, decimals and UUIDs as plain JSON strings in both
     tables (for fleets shared with Go services; such values read back as ``str``); ``limits``
     bounds the stored variables (:class:`flow.codec.CodecLimits`). ``max_steps`` is the
-    executor's step budget per walk (see :class:`WorkflowExecutor`)."""
+    executor's step budget per walk (see :class:`WorkflowExecutor`).
+
+    ``index=True`` (default; needs revision ``flow0004``) also keeps instance status and open
+    tasks in that transaction, for ``inbox``/``instances``/``withdraw``/``send_back``.
+    ``index=False`` uses the two reference tables only (a Go-plugin-compatible deployment);
+    those calls then raise :class:`~flow.workflow.IndexUnavailableError`."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
         engine,
         state_controller,
         SqlStateRepository(
-            db, tables, cache=cache, flow_engine=engine, plain_json=plain_json, limits=limits
+            db,
+            tables,
+            cache=cache,
+            flow_engine=engine,
+            plain_json=plain_json,
+            limits=limits,
+            index=index,
         ),
-        recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits),
+        recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits, index=index),
         max_steps=max_steps,
     )
 

@@ -130,8 +130,11 @@ class SupportsTaskIndex(Protocol):
     The executor calls ``index_read`` at the start and ``index_changes``/``index_write`` at the
     end of an operation, inside the repository's ``unit_of_work``: the aggregate is written in
     the same transaction as the states, and only when it changed. The query methods run on
-    their own (a read each).
+    their own (a read each). ``keeps_task_index`` must be true for the executor to use it (a
+    repository class may offer the capability and have it switched off).
     """
+
+    keeps_task_index: bool
 
     def index_read(self, ctx: FlowContext) -> IndexRead: ...
 

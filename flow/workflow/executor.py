@@ -318,12 +318,30 @@ class WorkflowExecutor:
                 self.recorder.record(ctx, record)
         return True
 
+    def reindex(self, graph: Graph | str, ctx: FlowContext) -> bool:
+        """Recompute and store the aggregate of ``ctx.instance_id`` from its stored states
+        (lineages start empty; a WITHDRAWN status is kept). False when the instance has no
+        state (nothing stored). For rows written by the Go plugin or before the index existed;
+        ``flow_sqla.reindex`` runs it over a whole table in batches."""
+        root = self._graph(graph)
+        index = self._require_index("reindex")
+        with self._operation(ctx, lock=True):
+            read = index.index_read(ctx)
+            if not read.states and read.stored is None:
+                return False
+            fresh = build_index(self, root, ctx, read, read.states)
+            if not fresh.same_as(read.stored):
+                index.index_write(ctx, fresh)
+        return True
+
     # -- the approval aggregate: bookkeeping -----------------------------------------------
     def _indexing(self) -> SupportsTaskIndex | None:
         """The repository when it keeps the task index (checked per operation: the
         repository attribute is public and may be replaced)."""
         repository = self.state_repository
-        return repository if hasattr(repository, "index_read") else None  # type: ignore[return-value]
+        if getattr(repository, "keeps_task_index", False):
+            return repository  # type: ignore[return-value]
+        return None
 
     def _require_index(self, operation: str) -> SupportsTaskIndex:
         index = self._indexing()

@@ -95,6 +95,9 @@ class InMemoryStateRepository:
     repository gives with a transaction. It is public so users can use it as a test double.
     """
 
+    #: The task index is always kept (see :class:`SupportsTaskIndex`).
+    keeps_task_index = True
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._states: dict[str, dict[str, int]] = {}

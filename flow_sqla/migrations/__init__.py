@@ -33,7 +33,7 @@ Bind = sa.Engine | sa.Connection | str
 
 def resolve_names(x_args: Mapping[str, str], environ: Mapping[str, str]) -> TableNames:
     """Table names from ``-x`` arguments, else ``FLOW_REPO_TABLE``/``FLOW_TASK_TABLE``/
-    ``FLOW_SCHEMA``/``FLOW_VERSION_TABLE``, else the defaults.
+    ``FLOW_TODO_TABLE``/``FLOW_SCHEMA``/``FLOW_VERSION_TABLE``, else the defaults.
 
     Raises :class:`~flow_sqla.errors.InvalidIdentifierError` for a bad name.
     """
@@ -46,6 +46,7 @@ def resolve_names(x_args: Mapping[str, str], environ: Mapping[str, str]) -> Tabl
         task_table=pick("task_table", "FLOW_TASK_TABLE") or DEFAULT_TASK_TABLE,
         schema=pick("schema", "FLOW_SCHEMA"),
         version_table=pick("version_table", "FLOW_VERSION_TABLE"),
+        todo_table=pick("todo_table", "FLOW_TODO_TABLE"),
     )
 
 
@@ -72,6 +73,7 @@ def make_config(
     schema: str | None = None,
     version_table: str | None = None,
     output_buffer: TextIO | None = None,
+    todo_table: str | None = None,
 ) -> Config:
     """An Alembic ``Config`` for our revisions, without an ini file.
 
@@ -80,7 +82,11 @@ def make_config(
     :class:`~flow_sqla.errors.InvalidIdentifierError` for a bad name.
     """
     names = TableNames.create(
-        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+        repo_table=repo_table,
+        task_table=task_table,
+        schema=schema,
+        version_table=version_table,
+        todo_table=todo_table,
     )
     return _config(names, url=url, connection=connection, output_buffer=output_buffer)
 
@@ -94,6 +100,7 @@ def upgrade(
     schema: str | None = None,
     version_table: str | None = None,
     lock_timeout: float | None = None,
+    todo_table: str | None = None,
 ) -> None:
     """Upgrade the table set to ``revision``.
 
@@ -112,7 +119,11 @@ def upgrade(
     :class:`~flow_sqla.errors.RepositoryError` with the cause chained.
     """
     names = TableNames.create(
-        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+        repo_table=repo_table,
+        task_table=task_table,
+        schema=schema,
+        version_table=version_table,
+        todo_table=todo_table,
     )
     _run(command.upgrade, bind, names, revision, lock_timeout)
 
@@ -126,11 +137,16 @@ def downgrade(
     schema: str | None = None,
     version_table: str | None = None,
     lock_timeout: float | None = None,
+    todo_table: str | None = None,
 ) -> None:
-    """Downgrade the table set to ``revision`` (``"base"`` drops both tables); takes the same
+    """Downgrade the table set to ``revision`` (``"base"`` drops every table); takes the same
     lock as :func:`upgrade`."""
     names = TableNames.create(
-        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+        repo_table=repo_table,
+        task_table=task_table,
+        schema=schema,
+        version_table=version_table,
+        todo_table=todo_table,
     )
     _run(command.downgrade, bind, names, revision, lock_timeout)
 
@@ -142,6 +158,7 @@ def current(
     task_table: str = DEFAULT_TASK_TABLE,
     schema: str | None = None,
     version_table: str | None = None,
+    todo_table: str | None = None,
 ) -> str | None:
     """The revision applied to the table set, or ``None`` when there are no tables.
 
@@ -152,7 +169,11 @@ def current(
     :class:`~flow_sqla.errors.SchemaMismatchError` lists the differences). Reads only.
     """
     names = TableNames.create(
-        repo_table=repo_table, task_table=task_table, schema=schema, version_table=version_table
+        repo_table=repo_table,
+        task_table=task_table,
+        schema=schema,
+        version_table=version_table,
+        todo_table=todo_table,
     )
     from alembic.script import ScriptDirectory
 

@@ -35,8 +35,18 @@ def migrate(engine: sa.Engine) -> sa.Engine:
     return engine
 
 
-def executor(bind: sa.Engine | str, *, cache: str = "operation") -> WorkflowExecutor:
-    return sql_workflow(bind, flow_engine(), state_controller=ActorStateController(), cache=cache)  # type: ignore[arg-type]
+def executor(
+    bind: sa.Engine | str, *, cache: str = "operation", index: bool = False
+) -> WorkflowExecutor:
+    """The OA executor; ``index=False`` by default: most live tests pin the reference
+    tables' behaviour (the task index has its own tests)."""
+    return sql_workflow(
+        bind,
+        flow_engine(),
+        state_controller=ActorStateController(),
+        cache=cache,  # type: ignore[arg-type]
+        index=index,
+    )
 
 
 def ctx(instance_id: str, actor: str, conn: Any = None, **data: Any) -> FlowContext:

@@ -18,7 +18,7 @@ from flow_sqla import FlowTables
 from flow_sqla.migrations import current, downgrade, make_config, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAD = "flow0003"
+HEAD = "flow0004"
 CUSTOM: dict[str, Any] = {"repo_table": "acme_repo", "task_table": "acme_task"}
 
 
@@ -27,7 +27,7 @@ def _tables(engine: sa.Engine) -> set[str]:
 
 
 def _diff(engine: sa.Engine, tables: FlowTables) -> list[Any]:
-    ours = {tables.repository.name, tables.task.name}
+    ours = {tables.repository.name, tables.task.name, tables.todo.name}
 
     def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
         return type_ != "table" or name in ours
@@ -81,7 +81,7 @@ def test_custom_table_set_lives_beside_the_default_one_with_its_own_history(
 def test_downgrade_base_removes_both_tables(engine: sa.Engine) -> None:
     upgrade(engine)
     downgrade(engine)
-    assert _tables(engine) & {"bpm_flow_repository", "bpm_flow_task"} == set()
+    assert _tables(engine) & {"bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo"} == set()
     assert current(engine) is None
 
 
@@ -198,3 +198,33 @@ def test_mysql_tables_get_the_reference_engine_and_collation(engine: sa.Engine) 
         ("bpm_flow_repository", "InnoDB", "utf8mb4_unicode_ci"),
         ("bpm_flow_task", "InnoDB", "utf8mb4_unicode_ci"),
     ]
+
+
+def test_flow0004_is_additive_and_its_downgrade_removes_exactly_it(engine: sa.Engine) -> None:
+    upgrade(engine, "flow0003")
+    before = {t: _columns(engine, t) for t in ("bpm_flow_repository", "bpm_flow_task")}
+    indexes = {t: _indexes(engine, t) for t in before}
+    upgrade(engine, "flow0004")
+    after = {t: _columns(engine, t) for t in before}
+    assert after["bpm_flow_repository"] == [
+        *before["bpm_flow_repository"],
+        "graph_id",
+        "status",
+        "finish_time",
+        "open_tasks",
+    ]
+    assert after["bpm_flow_task"] == [*before["bpm_flow_task"], "action"]
+    assert "bpm_flow_todo" in _tables(engine)
+    downgrade(engine, "flow0003")
+    assert {t: _columns(engine, t) for t in before} == before
+    assert {t: _indexes(engine, t) for t in before} == indexes
+    assert "bpm_flow_todo" not in _tables(engine)
+    assert current(engine) == "flow0003"
+
+
+def _columns(engine: sa.Engine, table: str) -> list[str]:
+    return [c["name"] for c in sa.inspect(engine).get_columns(table)]
+
+
+def _indexes(engine: sa.Engine, table: str) -> set[str | None]:
+    return {i["name"] for i in sa.inspect(engine).get_indexes(table)}

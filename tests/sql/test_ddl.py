@@ -17,7 +17,7 @@ KEYS = ["mysql", "mariadb", "postgresql", "sqlite"]
 
 def _ddl(d: Dialect, tables: FlowTables) -> str:
     parts = []
-    for table in (tables.repository, tables.task):
+    for table in (tables.repository, tables.task, tables.todo):
         parts.append(f"{str(CreateTable(table).compile(dialect=d)).strip()};\n")
         for index in sorted(table.indexes, key=lambda i: str(i.name)):
             parts.append(f"{CreateIndex(index).compile(dialect=d)};\n")

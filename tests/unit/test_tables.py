@@ -48,13 +48,37 @@ TASK_COLUMNS = [
 def test_repository_table_has_the_reference_columns_in_order() -> None:
     table = FlowTables().repository
     assert table.name == "bpm_flow_repository"
-    assert [(c.name, c.nullable) for c in table.columns] == REPO_COLUMNS
+    columns = [(c.name, c.nullable) for c in table.columns]
+    # The reference columns first, in order; then the task index's nullable additions.
+    assert columns[: len(REPO_COLUMNS)] == REPO_COLUMNS
+    assert columns[len(REPO_COLUMNS) :] == [
+        ("graph_id", True),
+        ("status", True),
+        ("finish_time", True),
+        ("open_tasks", True),
+    ]
 
 
 def test_task_table_has_the_reference_columns_in_order() -> None:
     table = FlowTables().task
     assert table.name == "bpm_flow_task"
-    assert [(c.name, c.nullable) for c in table.columns] == TASK_COLUMNS
+    assert [(c.name, c.nullable) for c in table.columns] == [*TASK_COLUMNS, ("action", True)]
+
+
+def test_todo_table_has_its_unique_key_and_inbox_index() -> None:
+    tables = FlowTables()
+    todo = tables.todo
+    assert todo.name == "bpm_flow_todo"
+    uniques = [c for c in todo.constraints if isinstance(c, sa.UniqueConstraint)]
+    assert [(u.name, [c.name for c in u.columns]) for u in uniques] == [
+        ("uq_bpm_flow_todo_task", ["instant_id", "node_id", "candidate"])
+    ]
+    assert [(i.name, [c.name for c in i.columns]) for i in todo.indexes] == [
+        ("ix_bpm_flow_todo_candidate", ["candidate", "id"])
+    ]
+    assert [(i.name, [c.name for c in i.columns]) for i in tables.repository.indexes] == [
+        ("ix_bpm_flow_repository_status", ["status", "graph_id", "id"])
+    ]
 
 
 def test_default_repository_keeps_the_reference_unique_key_name() -> None:
@@ -87,8 +111,10 @@ def test_tables_share_a_given_metadata() -> None:
     assert set(metadata.tables) == {
         "bpm_flow_repository",
         "bpm_flow_task",
+        "bpm_flow_todo",
         "acme_repo",
         "acme_task",
+        "acme_repo_todo",
     }
 
 

@@ -8,9 +8,15 @@ CREATE TABLE bpm_flow_repository (
 	create_time DATETIME, 
 	updater VARCHAR(64), 
 	update_time DATETIME, 
+	graph_id VARCHAR(64), 
+	status INTEGER, 
+	finish_time DATETIME, 
+	open_tasks JSON, 
 	PRIMARY KEY (id), 
 	CONSTRAINT `uniq_instantId` UNIQUE (instant_id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_bpm_flow_repository_status ON bpm_flow_repository (status, graph_id, id);
 
 CREATE TABLE bpm_flow_task (
 	id BIGINT NOT NULL AUTO_INCREMENT, 
@@ -32,9 +38,26 @@ CREATE TABLE bpm_flow_task (
 	create_time DATETIME, 
 	updater VARCHAR(64), 
 	update_time DATETIME, 
+	action INTEGER, 
 	PRIMARY KEY (id)
 )ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
 
 CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
 
 CREATE INDEX ix_bpm_flow_task_flow_ins_id ON bpm_flow_task (flow_ins_id);
+
+CREATE TABLE bpm_flow_todo (
+	id BIGINT NOT NULL AUTO_INCREMENT, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph_id VARCHAR(64) NOT NULL, 
+	node_id VARCHAR(64) NOT NULL, 
+	node_name VARCHAR(64), 
+	state INTEGER NOT NULL, 
+	candidate VARCHAR(128) NOT NULL, 
+	lineage JSON, 
+	create_time DATETIME, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uq_bpm_flow_todo_task UNIQUE (instant_id, node_id, candidate)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_bpm_flow_todo_candidate ON bpm_flow_todo (candidate, id);

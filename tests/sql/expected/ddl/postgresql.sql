@@ -8,9 +8,15 @@ CREATE TABLE bpm_flow_repository (
 	create_time TIMESTAMP WITHOUT TIME ZONE, 
 	updater VARCHAR(64), 
 	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	graph_id VARCHAR(64), 
+	status INTEGER, 
+	finish_time TIMESTAMP WITHOUT TIME ZONE, 
+	open_tasks JSON, 
 	PRIMARY KEY (id), 
 	CONSTRAINT "uniq_instantId" UNIQUE (instant_id)
 );
+
+CREATE INDEX ix_bpm_flow_repository_status ON bpm_flow_repository (status, graph_id, id);
 
 CREATE TABLE bpm_flow_task (
 	id BIGSERIAL NOT NULL, 
@@ -32,9 +38,26 @@ CREATE TABLE bpm_flow_task (
 	create_time TIMESTAMP WITHOUT TIME ZONE, 
 	updater VARCHAR(64), 
 	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	action INTEGER, 
 	PRIMARY KEY (id)
 );
 
 CREATE INDEX ix_bpm_flow_task_assignee ON bpm_flow_task (assignee);
 
 CREATE INDEX ix_bpm_flow_task_flow_ins_id ON bpm_flow_task (flow_ins_id);
+
+CREATE TABLE bpm_flow_todo (
+	id BIGSERIAL NOT NULL, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph_id VARCHAR(64) NOT NULL, 
+	node_id VARCHAR(64) NOT NULL, 
+	node_name VARCHAR(64), 
+	state INTEGER NOT NULL, 
+	candidate VARCHAR(128) NOT NULL, 
+	lineage JSON, 
+	create_time TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uq_bpm_flow_todo_task UNIQUE (instant_id, node_id, candidate)
+);
+
+CREATE INDEX ix_bpm_flow_todo_candidate ON bpm_flow_todo (candidate, id);

@@ -8,9 +8,15 @@ CREATE TABLE flow.acme_repo (
 	create_time TIMESTAMP WITHOUT TIME ZONE, 
 	updater VARCHAR(64), 
 	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	graph_id VARCHAR(64), 
+	status INTEGER, 
+	finish_time TIMESTAMP WITHOUT TIME ZONE, 
+	open_tasks JSON, 
 	PRIMARY KEY (id), 
 	CONSTRAINT uq_acme_repo_instant_id UNIQUE (instant_id)
 );
+
+CREATE INDEX ix_acme_repo_status ON flow.acme_repo (status, graph_id, id);
 
 CREATE TABLE flow.acme_task (
 	id BIGSERIAL NOT NULL, 
@@ -32,9 +38,26 @@ CREATE TABLE flow.acme_task (
 	create_time TIMESTAMP WITHOUT TIME ZONE, 
 	updater VARCHAR(64), 
 	update_time TIMESTAMP WITHOUT TIME ZONE, 
+	action INTEGER, 
 	PRIMARY KEY (id)
 );
 
 CREATE INDEX ix_acme_task_assignee ON flow.acme_task (assignee);
 
 CREATE INDEX ix_acme_task_flow_ins_id ON flow.acme_task (flow_ins_id);
+
+CREATE TABLE flow.acme_repo_todo (
+	id BIGSERIAL NOT NULL, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph_id VARCHAR(64) NOT NULL, 
+	node_id VARCHAR(64) NOT NULL, 
+	node_name VARCHAR(64), 
+	state INTEGER NOT NULL, 
+	candidate VARCHAR(128) NOT NULL, 
+	lineage JSON, 
+	create_time TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uq_acme_repo_todo_task UNIQUE (instant_id, node_id, candidate)
+);
+
+CREATE INDEX ix_acme_repo_todo_candidate ON flow.acme_repo_todo (candidate, id);

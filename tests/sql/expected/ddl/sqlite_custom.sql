@@ -8,9 +8,15 @@ CREATE TABLE flow.acme_repo (
 	create_time DATETIME, 
 	updater VARCHAR(64), 
 	update_time DATETIME, 
+	graph_id VARCHAR(64), 
+	status INTEGER, 
+	finish_time DATETIME, 
+	open_tasks JSON, 
 	PRIMARY KEY (id), 
 	CONSTRAINT uq_acme_repo_instant_id UNIQUE (instant_id)
 );
+
+CREATE INDEX flow.ix_acme_repo_status ON acme_repo (status, graph_id, id);
 
 CREATE TABLE flow.acme_task (
 	id INTEGER NOT NULL, 
@@ -32,9 +38,26 @@ CREATE TABLE flow.acme_task (
 	create_time DATETIME, 
 	updater VARCHAR(64), 
 	update_time DATETIME, 
+	action INTEGER, 
 	PRIMARY KEY (id)
 );
 
 CREATE INDEX flow.ix_acme_task_assignee ON acme_task (assignee);
 
 CREATE INDEX flow.ix_acme_task_flow_ins_id ON acme_task (flow_ins_id);
+
+CREATE TABLE flow.acme_repo_todo (
+	id INTEGER NOT NULL, 
+	instant_id VARCHAR(64) NOT NULL, 
+	graph_id VARCHAR(64) NOT NULL, 
+	node_id VARCHAR(64) NOT NULL, 
+	node_name VARCHAR(64), 
+	state INTEGER NOT NULL, 
+	candidate VARCHAR(128) NOT NULL, 
+	lineage JSON, 
+	create_time DATETIME, 
+	PRIMARY KEY (id), 
+	CONSTRAINT uq_acme_repo_todo_task UNIQUE (instant_id, node_id, candidate)
+);
+
+CREATE INDEX flow.ix_acme_repo_todo_candidate ON acme_repo_todo (candidate, id);

@@ -1,0 +1,293 @@
+"""The task index on SQLite, MariaDB and PostgreSQL (aggregate.md §3-§6): invariants by random
+walks, statement budgets, rollbacks, concurrency at the server's default isolation, bad input,
+index=False and reindex."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, count_rows, counting, ctx, executor, migrate
+
+from flow import FlowContext
+from flow.workflow import (
+    IndexUnavailableError,
+    InstanceClosedError,
+    InstanceStatus,
+    SendBackError,
+    TaskAction,
+    TaskState,
+)
+from flow_sqla import migrations, reindex
+from flow_sqla.wiring import sql_workflow
+from tests.unit.workflow.aggregate_walk import (
+    check_invariants,
+    controller,
+    flow_engine,
+    new_walker,
+)
+
+TIMEOUT = 60.0
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def _rows(db: sa.Engine) -> dict[str, int]:
+    """Row counts of every table (what "nothing written" compares)."""
+    with db.connect() as conn:
+        return {
+            t: int(conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar_one())
+            for t in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
+        }
+
+
+def _index_rows(db: sa.Engine) -> list[tuple[Any, ...]]:
+    with db.connect() as conn:
+        todo = conn.execute(
+            sa.text(
+                "SELECT instant_id, node_id, candidate, state FROM bpm_flow_todo "
+                "ORDER BY instant_id, node_id, candidate"
+            )
+        ).all()
+        status = conn.execute(
+            sa.text("SELECT instant_id, status FROM bpm_flow_repository ORDER BY instant_id")
+        ).all()
+    return [tuple(r) for r in todo] + [tuple(r) for r in status]
+
+
+# -- §6 invariants -----------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [1, 2])
+def test_invariants_hold_after_every_operation_of_a_random_walk(db: sa.Engine, seed: int) -> None:
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    walker = new_walker(ex, seed, instances=4)
+    for _ in range(60):
+        walker.step()
+        check_invariants(walker)
+
+
+def test_a_rolled_back_caller_transaction_leaves_index_and_status_untouched(
+    db: sa.Engine,
+) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "r-1", "employee", amount=1)
+    before = _index_rows(db)
+    with db.connect() as conn:
+        tx = conn.begin()
+        c = ctx("r-1", "manager", conn)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        assert ex.withdraw("oa", ctx("r-2", "employee", conn)) is False
+        c2 = ctx("r-3", "employee", conn, amount=1)
+        ex.claim_task("oa", c2)
+        tx.rollback()
+    assert _index_rows(db) == before
+    assert ex.status("r-1") == InstanceStatus.RUNNING
+    assert [t.node_id for t in ex.open_tasks("r-1")] == ["manager"]
+    # The process remembers nothing of the rolled-back work either.
+    approve(ex, "r-1", "manager")
+    assert ex.status("r-1") == InstanceStatus.COMPLETED
+
+
+def test_a_find_on_an_unknown_instance_stores_nothing(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    assert ex.find_task("oa", ctx("ghost", "nobody")) is not None
+    assert ex.status("ghost") is None
+    assert _rows(db) == {"bpm_flow_repository": 0, "bpm_flow_task": 0, "bpm_flow_todo": 0}
+
+
+# -- §3 statement budgets (index on; index=False keeps test_sql_statement_budget.py's) ------
+def test_forward_closing_one_task_and_opening_one_takes_at_most_five_statements(
+    db: sa.Engine,
+) -> None:
+    ex = executor(db, index=True)
+    c = ctx("b-1", "employee", amount=1)
+    task = ex.claim_task("oa", c)
+    with counting(db) as counter:
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert counter.count <= 5, counter.statements
+    assert [t.node_id for t in ex.open_tasks("b-1")] == ["manager"]
+
+
+def test_claim_that_changes_nothing_takes_one_statement(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "b-2", "employee", amount=1)
+    ex.claim_task("oa", ctx("b-2", "manager"))
+    with counting(db) as counter:
+        assert ex.claim_task("oa", ctx("b-2", "manager")) is not None
+    assert counter.count == 1, counter.statements
+
+
+def test_claim_that_marks_waiting_takes_at_most_three_statements(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "b-3", "employee", amount=1)
+    with counting(db) as counter:
+        assert ex.claim_task("oa", ctx("b-3", "manager")) is not None
+    assert counter.count <= 3, counter.statements
+    assert [t.state for t in ex.open_tasks("b-3")] == [TaskState.WAITING]
+
+
+def test_inbox_and_instances_pages_take_one_statement_each(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    for n in range(4):
+        approve(ex, f"b-{n}", "employee", amount=1)
+    with counting(db) as counter:
+        page = ex.inbox(FlowContext.of(None, {"actor": "manager"}), limit=3)
+    assert counter.count == 1 and len(page) == 3
+    with counting(db) as counter:
+        nxt = ex.inbox(FlowContext.of(None, {"actor": "manager"}), after=page[-1].cursor)
+    assert counter.count == 1 and [t.instance_id for t in page + nxt] == [
+        f"b-{n}" for n in range(4)
+    ]
+    with counting(db) as counter:
+        summaries = ex.instances(status=InstanceStatus.RUNNING, graph_id="oa", limit=2)
+    assert counter.count == 1 and [s.instance_id for s in summaries] == ["b-3", "b-2"]
+
+
+# -- concurrency at the server's default isolation ---------------------------------------
+def _threads(*jobs: Any) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def guarded(job: Any) -> Any:
+        def run() -> None:
+            try:
+                job()
+            except BaseException as exc:
+                errors.append(exc)
+
+        return run
+
+    threads = [threading.Thread(target=guarded(j)) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    assert not any(t.is_alive() for t in threads), "a worker hung"
+    return errors
+
+
+def test_concurrent_submits_on_one_instance_have_exactly_one_winner(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "c-1", "employee", amount=1)
+    workers = 4
+    tasks = [ex.claim_task("oa", ctx("c-1", "manager")) for _ in range(workers)]
+    start = threading.Barrier(workers, timeout=TIMEOUT)
+    won: list[bool] = []
+
+    def submit(n: int) -> Any:
+        def job() -> None:
+            start.wait()
+            won.append(
+                ex.submit_task_if_waiting(tasks[n], TaskAction.FORWARD, ctx("c-1", "manager"))
+            )
+
+        return job
+
+    assert _threads(*[submit(n) for n in range(workers)]) == []
+    assert sorted(won) == [False] * (workers - 1) + [True]
+    assert count_rows(db, "bpm_flow_task", "c-1") == 2
+    assert (ex.status("c-1"), ex.open_tasks("c-1")) == (InstanceStatus.COMPLETED, [])
+
+
+@pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
+def test_operations_on_neighbouring_instances_do_not_deadlock(db: sa.Engine) -> None:
+    """Two transactions each claim an instance (todo rows updated), meet while both hold
+    their locks, then forward (todo rows deleted and inserted next to the other instance's
+    rows in the unique index). Gap locks would make the inserts wait on each other."""
+    ex = executor(db, index=True)
+    for instance_id in ("n-1", "n-2"):
+        approve(ex, instance_id, "employee", amount=1)
+    both_claimed = threading.Barrier(2, timeout=TIMEOUT)
+
+    def work(instance_id: str) -> Any:
+        def job() -> None:
+            with db.connect() as conn, conn.begin():
+                if conn.dialect.name in ("mysql", "mariadb"):
+                    conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 10")
+                c = ctx(instance_id, "manager", conn)
+                task = ex.claim_task("oa", c)
+                both_claimed.wait()
+                assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+                ex.withdraw("oa", ctx(instance_id, "employee", conn))
+
+        return job
+
+    assert _threads(work("n-1"), work("n-2")) == []
+    assert [ex.status(i) for i in ("n-1", "n-2")] == [InstanceStatus.COMPLETED] * 2
+
+
+# -- bad input -------------------------------------------------------------------------------
+def test_unknown_closed_refused_and_foreign_calls_write_nothing(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "x-1", "employee", amount=1)
+    assert ex.withdraw("oa", ctx("x-2", "employee")) is False  # unknown
+    assert ex.status("x-2") is None and ex.open_tasks("x-2") == []
+    before = _rows(db)
+    manager = ctx("x-1", "manager")
+    task = ex.claim_task("oa", manager)
+    assert ex.send_back(task, ctx("x-1", "director")) is False  # not a candidate
+    before = _rows(db)
+    assert ex.send_back(task, manager)  # back to apply
+    after_back = _rows(db)
+    assert after_back["bpm_flow_task"] == before["bpm_flow_task"] + 1
+    employee = ctx("x-1", "employee")
+    again = ex.claim_task("oa", employee)
+    with pytest.raises(SendBackError, match="first task"):
+        ex.send_back(again, employee)
+    assert ex.withdraw("oa", employee)
+    closed = _rows(db)
+    assert ex.withdraw("oa", employee) is False
+    with pytest.raises(InstanceClosedError):
+        ex.submit_task_at("oa", "apply", TaskAction.FORWARD, employee)
+    assert ex.submit_task_if_waiting(again, TaskAction.FORWARD, employee) is False
+    assert ex.claim_task("oa", employee) is None
+    assert _rows(db) == closed
+    assert ex.inbox(FlowContext.of(None, {"actor": "employee"})) == []
+
+
+# -- index=False and reindex -----------------------------------------------------------------
+def test_index_false_runs_on_the_reference_tables_alone(engine: sa.Engine) -> None:
+    migrations.upgrade(engine, "flow0003")
+    ex = executor(engine, index=False)
+    assert approve(ex, "g-1", "employee", amount=1)
+    assert approve(ex, "g-1", "manager")
+    with pytest.raises(IndexUnavailableError, match="keeps the task index"):
+        ex.inbox(FlowContext.of(None, {"actor": "manager"}))
+    with pytest.raises(IndexUnavailableError):
+        ex.withdraw("oa", ctx("g-1", "employee"))
+
+
+def test_reindex_indexes_rows_written_without_the_index(db: sa.Engine) -> None:
+    plain = executor(db, index=False)
+    for n in range(7):
+        approve(plain, f"g-{n}", "employee", amount=1)
+    approve(plain, "g-0", "manager")
+    indexed = executor(db, index=True)
+    assert indexed.status("g-1") is None
+    seen: list[tuple[int, int]] = []
+    assert reindex(
+        db, flow_engine_oa(), state_controller=controller_oa(), batch_size=3,
+        progress=lambda rows, done: seen.append((rows, done)),
+    ) == 7  # fmt: skip
+    assert seen[-1] == (7, 7) and len(seen) == 3
+    assert indexed.status("g-0") == InstanceStatus.COMPLETED
+    assert [t.node_id for t in indexed.inbox(FlowContext.of(None, {"actor": "manager"}))] == [
+        "manager"
+    ] * 6
+    # Resumable: nothing left to do.
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 0
+
+
+def flow_engine_oa() -> Any:
+    from _support import flow_engine as oa_engine
+
+    return oa_engine()
+
+
+def controller_oa() -> Any:
+    from flow.workflow import ActorStateController
+
+    return ActorStateController()

@@ -1,0 +1,57 @@
+-- locking read with the index columns (instance not known / known)
+INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE instant_id = bpm_flow_repository.instant_id
+
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
+
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
+
+-- flush of a locked row whose aggregate changed
+UPDATE bpm_flow_repository SET states=%s, vars=%s, updater=%s, update_time=%s, graph_id=%s, status=%s, finish_time=%s, open_tasks=%s WHERE bpm_flow_repository.instant_id = %s
+
+-- open-task rows: delete, state update, insert (each one executemany)
+DELETE FROM bpm_flow_todo WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s
+
+UPDATE bpm_flow_todo SET state=%s WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s
+
+INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, candidate, lineage, create_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+
+-- inbox page: one identity, first page
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT %s AS anon_1 
+FROM bpm_flow_todo AS other 
+WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) ORDER BY bpm_flow_todo.id 
+ LIMIT %s
+
+-- inbox page: two identities, one graph, after a cursor
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT %s AS anon_1 
+FROM bpm_flow_todo AS other 
+WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) AND bpm_flow_todo.graph_id = %s AND bpm_flow_todo.id > %s ORDER BY bpm_flow_todo.id 
+ LIMIT %s
+
+-- open tasks of one instance
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.instant_id = %s ORDER BY bpm_flow_todo.id
+
+-- status of one instance
+SELECT bpm_flow_repository.status 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.instant_id = %s
+
+-- instances page: any status / running in one graph by a creator, after a cursor
+SELECT bpm_flow_repository.id, bpm_flow_repository.instant_id, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.update_time, bpm_flow_repository.finish_time 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.status IS NOT NULL ORDER BY bpm_flow_repository.id DESC 
+ LIMIT %s
+
+SELECT bpm_flow_repository.id, bpm_flow_repository.instant_id, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.update_time, bpm_flow_repository.finish_time 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.status = %s AND bpm_flow_repository.graph_id = %s AND bpm_flow_repository.creator = %s AND bpm_flow_repository.id < %s ORDER BY bpm_flow_repository.id DESC 
+ LIMIT %s

@@ -1,0 +1,51 @@
+-- locking read with the index columns (instance not known / known)
+INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (?, ?, ?, ?, ?) ON CONFLICT (instant_id) DO UPDATE SET instant_id = excluded.instant_id RETURNING states, vars, graph, graph_id, status, finish_time, open_tasks
+
+INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (?, ?, ?, ?, ?) ON CONFLICT (instant_id) DO UPDATE SET instant_id = excluded.instant_id RETURNING states, vars, graph, graph_id, status, finish_time, open_tasks
+
+-- flush of a locked row whose aggregate changed
+UPDATE bpm_flow_repository SET states=?, vars=?, updater=?, update_time=?, graph_id=?, status=?, finish_time=?, open_tasks=? WHERE bpm_flow_repository.instant_id = ?
+
+-- open-task rows: delete, state update, insert (each one executemany)
+DELETE FROM bpm_flow_todo WHERE bpm_flow_todo.instant_id = ? AND bpm_flow_todo.node_id = ? AND bpm_flow_todo.candidate = ?
+
+UPDATE bpm_flow_todo SET state=? WHERE bpm_flow_todo.instant_id = ? AND bpm_flow_todo.node_id = ? AND bpm_flow_todo.candidate = ?
+
+INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, candidate, lineage, create_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+
+-- inbox page: one identity, first page
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT ? AS anon_1 
+FROM bpm_flow_todo AS other 
+WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) ORDER BY bpm_flow_todo.id
+ LIMIT ? OFFSET ?
+
+-- inbox page: two identities, one graph, after a cursor
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT ? AS anon_1 
+FROM bpm_flow_todo AS other 
+WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) AND bpm_flow_todo.graph_id = ? AND bpm_flow_todo.id > ? ORDER BY bpm_flow_todo.id
+ LIMIT ? OFFSET ?
+
+-- open tasks of one instance
+SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.instant_id = ? ORDER BY bpm_flow_todo.id
+
+-- status of one instance
+SELECT bpm_flow_repository.status 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.instant_id = ?
+
+-- instances page: any status / running in one graph by a creator, after a cursor
+SELECT bpm_flow_repository.id, bpm_flow_repository.instant_id, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.update_time, bpm_flow_repository.finish_time 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.status IS NOT NULL ORDER BY bpm_flow_repository.id DESC
+ LIMIT ? OFFSET ?
+
+SELECT bpm_flow_repository.id, bpm_flow_repository.instant_id, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.update_time, bpm_flow_repository.finish_time 
+FROM bpm_flow_repository 
+WHERE bpm_flow_repository.status = ? AND bpm_flow_repository.graph_id = ? AND bpm_flow_repository.creator = ? AND bpm_flow_repository.id < ? ORDER BY bpm_flow_repository.id DESC
+ LIMIT ? OFFSET ?
