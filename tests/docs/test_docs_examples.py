@@ -142,3 +142,21 @@ def test_graph_format_examples_are_valid_graphs() -> None:
     assert len(graphs) >= 5
     for text in graphs:
         Graph.from_text(text, strict=True)
+
+
+def test_tasks_page_example_runs_and_prints_what_the_page_shows(tmp_path: Path) -> None:
+    """Run against this checkout (``PYTHONPATH``), not whatever ``flow`` is installed."""
+    found = blocks("tasks.md")
+    code, shown = found[0], found[1]
+    assert (code.lang, shown.lang) == ("python", "text")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code.text],
+        cwd=workdir(tmp_path / "tasks"),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown.text
