@@ -9,8 +9,9 @@ nullable ``graph_id``, ``status``, ``finish_time`` and ``open_tasks`` on the rep
 with an index on ``(status, graph_id, id)``; nullable ``action`` on the task table; the new
 open-task table (one row per open task and candidate) with its unique key and its
 ``(candidate, id)`` index for the inbox. Id columns (graph, instance, node, candidate) are
-created with the exact collation of revision ``flow0003`` on MySQL/MariaDB. Rows written before (or by the Go plugin) have a NULL
-status until ``flow_sqla.reindex`` runs. The column lists are frozen here on purpose.
+created with the exact collation of revision ``flow0003`` on MySQL/MariaDB. Rows written
+before (or by the Go plugin) have a NULL status until ``flow_sqla.reindex`` runs. The column
+lists are frozen here on purpose.
 """
 
 from __future__ import annotations

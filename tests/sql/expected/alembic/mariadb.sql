@@ -60,3 +60,35 @@ ALTER TABLE bpm_flow_task MODIFY flow_ins_id VARCHAR(64) COLLATE utf8mb4_nopad_b
 
 UPDATE flow_alembic_version SET version_num='flow0003' WHERE flow_alembic_version.version_num = 'flow0002';
 
+-- Running upgrade flow0003 -> flow0004
+
+ALTER TABLE bpm_flow_repository ADD COLUMN graph_id VARCHAR(64) COLLATE utf8mb4_nopad_bin;
+
+ALTER TABLE bpm_flow_repository ADD COLUMN status INTEGER;
+
+ALTER TABLE bpm_flow_repository ADD COLUMN finish_time DATETIME;
+
+ALTER TABLE bpm_flow_repository ADD COLUMN open_tasks JSON;
+
+CREATE INDEX ix_bpm_flow_repository_status ON bpm_flow_repository (status, graph_id, id);
+
+ALTER TABLE bpm_flow_task ADD COLUMN action INTEGER;
+
+CREATE TABLE bpm_flow_todo (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    instant_id VARCHAR(64) COLLATE utf8mb4_nopad_bin NOT NULL, 
+    graph_id VARCHAR(64) COLLATE utf8mb4_nopad_bin NOT NULL, 
+    node_id VARCHAR(64) COLLATE utf8mb4_nopad_bin NOT NULL, 
+    node_name VARCHAR(64), 
+    state INTEGER NOT NULL, 
+    candidate VARCHAR(128) COLLATE utf8mb4_nopad_bin NOT NULL, 
+    lineage JSON, 
+    create_time DATETIME, 
+    PRIMARY KEY (id), 
+    CONSTRAINT uq_bpm_flow_todo_task UNIQUE (instant_id, node_id, candidate)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_bpm_flow_todo_candidate ON bpm_flow_todo (candidate, id);
+
+UPDATE flow_alembic_version SET version_num='flow0004' WHERE flow_alembic_version.version_num = 'flow0003';
+

@@ -60,3 +60,35 @@ ALTER TABLE acme_task MODIFY flow_ins_id VARCHAR(64) COLLATE utf8mb4_0900_bin NO
 
 UPDATE acme_repo_alembic_version SET version_num='flow0003' WHERE acme_repo_alembic_version.version_num = 'flow0002';
 
+-- Running upgrade flow0003 -> flow0004
+
+ALTER TABLE acme_repo ADD COLUMN graph_id VARCHAR(64) COLLATE utf8mb4_0900_bin;
+
+ALTER TABLE acme_repo ADD COLUMN status INTEGER;
+
+ALTER TABLE acme_repo ADD COLUMN finish_time DATETIME;
+
+ALTER TABLE acme_repo ADD COLUMN open_tasks JSON;
+
+CREATE INDEX ix_acme_repo_status ON acme_repo (status, graph_id, id);
+
+ALTER TABLE acme_task ADD COLUMN action INTEGER;
+
+CREATE TABLE acme_repo_todo (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    instant_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, 
+    graph_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, 
+    node_id VARCHAR(64) COLLATE utf8mb4_0900_bin NOT NULL, 
+    node_name VARCHAR(64), 
+    state INTEGER NOT NULL, 
+    candidate VARCHAR(128) COLLATE utf8mb4_0900_bin NOT NULL, 
+    lineage JSON, 
+    create_time DATETIME, 
+    PRIMARY KEY (id), 
+    CONSTRAINT uq_acme_repo_todo_task UNIQUE (instant_id, node_id, candidate)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_acme_repo_todo_candidate ON acme_repo_todo (candidate, id);
+
+UPDATE acme_repo_alembic_version SET version_num='flow0004' WHERE acme_repo_alembic_version.version_num = 'flow0003';
+

@@ -58,5 +58,37 @@ UPDATE acme_repo_alembic_version SET version_num='flow0002' WHERE acme_repo_alem
 
 UPDATE acme_repo_alembic_version SET version_num='flow0003' WHERE acme_repo_alembic_version.version_num = 'flow0002';
 
+-- Running upgrade flow0003 -> flow0004
+
+ALTER TABLE acme_repo ADD COLUMN graph_id VARCHAR(64);
+
+ALTER TABLE acme_repo ADD COLUMN status INTEGER;
+
+ALTER TABLE acme_repo ADD COLUMN finish_time TIMESTAMP WITHOUT TIME ZONE;
+
+ALTER TABLE acme_repo ADD COLUMN open_tasks JSON;
+
+CREATE INDEX ix_acme_repo_status ON acme_repo (status, graph_id, id);
+
+ALTER TABLE acme_task ADD COLUMN action INTEGER;
+
+CREATE TABLE acme_repo_todo (
+    id BIGSERIAL NOT NULL, 
+    instant_id VARCHAR(64) NOT NULL, 
+    graph_id VARCHAR(64) NOT NULL, 
+    node_id VARCHAR(64) NOT NULL, 
+    node_name VARCHAR(64), 
+    state INTEGER NOT NULL, 
+    candidate VARCHAR(128) NOT NULL, 
+    lineage JSON, 
+    create_time TIMESTAMP WITHOUT TIME ZONE, 
+    PRIMARY KEY (id), 
+    CONSTRAINT uq_acme_repo_todo_task UNIQUE (instant_id, node_id, candidate)
+);
+
+CREATE INDEX ix_acme_repo_todo_candidate ON acme_repo_todo (candidate, id);
+
+UPDATE acme_repo_alembic_version SET version_num='flow0004' WHERE acme_repo_alembic_version.version_num = 'flow0003';
+
 COMMIT;
 
