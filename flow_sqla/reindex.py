@@ -72,15 +72,16 @@ def reindex(
 
 
 def _graph_of(engine: FlowEngine, instance_id: str, doc: Any, states: Any) -> Graph:
-    if isinstance(doc, str):
-        doc = json.loads(doc)
+    if isinstance(doc, str):  # a document encoded twice, or (Go plugin) the bare graph id
+        text = doc.strip()
+        doc = json.loads(text) if text.startswith("{") else {"id": text} if text else None
     graph_id = doc.get("id") if isinstance(doc, dict) else None
     if graph_id is None and isinstance(states, dict) and states:
         graph_id = str(next(iter(states))).split(":", 1)[0]
     loaded = engine.get_graph(graph_id) if isinstance(graph_id, str) else None
     if loaded is not None:
         return loaded
-    if isinstance(doc, dict):
+    if isinstance(doc, dict) and ("layout" in doc or "nodes" in doc):
         return Graph.from_dict(doc)
     raise GraphNotFoundError(f"{graph_id} (instance {instance_id!r})")
 
