@@ -79,7 +79,7 @@ def parse_row(instance_id: str, row: RowMapping) -> StoredRow:
     )
 
 
-def parse_index(instance_id: str, row: Mapping[str, Any]) -> InstanceIndex | None:
+def parse_index(instance_id: str, row: RowMapping | Mapping[str, Any]) -> InstanceIndex | None:
     """The stored aggregate of a row read with the index columns; ``None`` when its status is
     NULL (written before the index existed, or by the Go plugin). Raises
     :class:`SnapshotError` for a status or ``open_tasks`` of the wrong shape."""
