@@ -96,7 +96,13 @@ def frontier(executor: WorkflowExecutor, graph: Graph, ctx: FlowContext) -> Fron
     driver.root = graph
     # The graph driver's own node callbacks are for real walks (they may log or count).
     driver._inner_on_start = driver._inner_on_end = False
-    intent = executor._walk(graph, probe_context(ctx), IntentType.FIND_NEXT_TASKS, driver)
+    # It follows every branch (a claim's walk stops at the first task): its budget is the
+    # executor's per node of the graph, still a bound for a cycle that no task breaks.
+    budget = executor.max_steps
+    steps = None if budget is None else budget * max(1, len(graph.nodes))
+    intent = executor._walk(
+        graph, probe_context(ctx), IntentType.FIND_NEXT_TASKS, driver, max_steps=steps
+    )
     seen: set[str] = set()
     nodes: list[Node] = []
     for task in intent.next_tasks:

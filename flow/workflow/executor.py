@@ -445,12 +445,15 @@ class WorkflowExecutor:
         ctx: FlowContext,
         kind: IntentType,
         driver: WorkflowDriver | None = None,
+        max_steps: int | None = -1,
     ) -> WorkflowIntent:
-        """Evaluate ``graph`` from its start (trace cleared) with ``kind`` as the intent."""
+        """Evaluate ``graph`` from its start (trace cleared) with ``kind`` as the intent
+        (``max_steps`` -1: the executor's budget)."""
         intent = WorkflowIntent(graph, kind)
+        steps = self.max_steps if max_steps == -1 else max_steps
         with ctx.scoped(INTENT_KEY, intent):
             exchanger = FlowExchanger(
-                graph, self.engine, driver or self._driver(graph), ctx, max_steps=self.max_steps
+                graph, self.engine, driver or self._driver(graph), ctx, max_steps=steps
             )
             exchanger.silent = driver is not None and driver.dry_run
             exchanger.record_clear()
