@@ -23,6 +23,7 @@ def build_parser() -> Parser:
     """The parser with every command registered (one module per command group)."""
     from flow_cli._demo import add_commands as add_demo
     from flow_cli._graphs import add_commands as add_graphs
+    from flow_cli._inbox import add_commands as add_inbox
     from flow_cli._instances import add_commands as add_instances
     from flow_cli._tasks import add_commands as add_tasks
 
@@ -38,7 +39,7 @@ def build_parser() -> Parser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
     parents = [debug_option()]
-    for add_commands in (add_demo, add_graphs, add_tasks, add_instances):
+    for add_commands in (add_demo, add_graphs, add_tasks, add_instances, add_inbox):
         add_commands(commands, parents)
     return parser
 

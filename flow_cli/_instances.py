@@ -12,6 +12,7 @@ from flow_cli._parser import Parser, db_option
 from flow_cli._table import format_table
 
 STATUS_WORDS = {0: "restarted", 1001: "sent back", 1002: "completed", 1003: "terminated"}
+STATUS_CHOICES = ("running", "completed", "withdrawn", "terminated")
 
 
 def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
@@ -31,10 +32,28 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         parents=common,
         help="list instances and where each stands",
         description="The most recently updated instances with their graph, the tasks each "
-        "waits on (or how it ended) and the time of the last update.",
+        "waits on (or how it ended) and the time of the last update. With --status, "
+        "--graph, --creator or --after: the indexed instances (revision flow0004) matching "
+        "them, newest first, one page at a time.",
     )
     instances.add_argument(
         "--limit", type=positive, default=50, metavar="N", help="show at most N (default 50)"
+    )
+    instances.add_argument(
+        "--status",
+        choices=STATUS_CHOICES,
+        type=str.lower,
+        help="only instances with this status",
+    )
+    instances.add_argument("--graph", metavar="ID", help="only instances of this graph id")
+    instances.add_argument(
+        "--creator", metavar="A", help="only instances whose first write was by A"
+    )
+    instances.add_argument(
+        "--after",
+        type=non_negative,
+        metavar="CURSOR",
+        help="the page after this cursor (printed under a full page)",
     )
     instances.set_defaults(handler=run_instances)
 
@@ -56,6 +75,17 @@ def positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """An integer of at least 0 (an argparse type for cursors)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a cursor (an integer >= 0), got {text!r}")
     return value
 
 
@@ -89,7 +119,67 @@ def history_table(entries: Sequence[Any]) -> str:
 
 
 def run_instances(args: argparse.Namespace) -> int:
+    if any(v is not None for v in (args.status, args.graph, args.creator, args.after)):
+        return run_indexed_instances(args)
+    return run_recent_instances(args)
+
+
+def run_indexed_instances(args: argparse.Namespace) -> int:
+    """``flow instances --status ...``: one indexed page, newest first."""
+    from flow.workflow import InstanceStatus
+    from flow_cli._inbox import task_label
+    from flow_cli._session import Session
+
+    status = None if args.status is None else InstanceStatus[args.status.upper()]
+    with Session.open(args.db) as session:
+        executor = session.query_executor("instances --status")
+        found = executor.instances(
+            status=status,
+            graph_id=args.graph,
+            creator=args.creator,
+            limit=args.limit,
+            after=args.after,
+        )
+        tasks = {
+            s.instance_id: ", ".join(
+                task_label(t.node_id, t.node_title) for t in executor.open_tasks(s.instance_id)
+            )
+            for s in found
+            if s.status == InstanceStatus.RUNNING
+        }
+    if not found:
+        print("no such instance" + (" after this cursor" if args.after is not None else ""))
+        return 0
+    rows = [
+        (
+            s.instance_id,
+            s.graph_id,
+            s.status.name.lower(),
+            s.creator,
+            when(s.created_at),
+            when(s.finished_at) if s.finished_at else when(s.updated_at),
+            tasks.get(s.instance_id) or None,
+        )
+        for s in found
+    ]
+    headers = (
+        "instance",
+        "graph",
+        "status",
+        "creator",
+        "started (UTC)",
+        "last (UTC)",
+        "open tasks",
+    )
+    print(format_table(headers, rows, max_cell=60))
+    if len(found) == args.limit:
+        print(f"more: add --after {found[-1].cursor}")
+    return 0
+
+
+def run_recent_instances(args: argparse.Namespace) -> int:
     from flow import codec
+    from flow.workflow import InstanceStatus
     from flow_cli._session import Session, bare_graph_id, graph_from_json, standing_of
     from flow_sqla._vars import ALWAYS_EXCLUDED, DEFAULT_IDENTITY_KEYS
 
@@ -107,6 +197,12 @@ def run_instances(args: argparse.Namespace) -> int:
         if bare is not None:  # the Go plugin may store only the id: no graph to walk
             table.append((instance_id, bare, "(graph not stored)", when(row["update_time"])))
             continue
+        code = row.get("status")
+        if code == InstanceStatus.WITHDRAWN:  # the states alone read "terminated"
+            table.append(
+                (instance_id, _graph_id(row["graph"]), "withdrawn", when(row["update_time"]))
+            )
+            continue
         try:
             graph = graph_from_json(row["graph"], instance_id)
             stored = codec.decode(row["vars"] or {})
@@ -118,6 +214,11 @@ def run_instances(args: argparse.Namespace) -> int:
         table.append((instance_id, graph_id, where, when(row["update_time"])))
     print(format_table(("instance", "graph", "current tasks", "updated (UTC)"), table, max_cell=60))
     return 0
+
+
+def _graph_id(doc: Any) -> str:
+    graph_id = doc.get("id") if isinstance(doc, dict) else None
+    return graph_id if isinstance(graph_id, str) else "?"
 
 
 def run_migrate(args: argparse.Namespace) -> int:

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from flow.context import FlowContext
 from flow.graph import Graph, Node
 from flow.workflow.controllers import (
+    ANYONE,
     ActorStateController,
     BlockStateController,
     StateController,
+    candidates_of,
 )
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskAction, TaskState
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from flow_sqla.tables import TableNames
 
 ACTOR_KEY = "actor"
+ROLE_KEY = "role"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +91,44 @@ def controller_for(graph: Graph) -> StateController:
     return BlockStateController()
 
 
+class Identities(BlockStateController):
+    """The controller of the index queries: who the context is, as the index stores
+    candidates — ``actor:<actor>`` and ``role:<role>`` from the context, and ``*`` (a task
+    of a graph without actors, which anyone may do). It never walks a graph."""
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        found = [f"{key}:{ctx.get(key)}" for key in (ACTOR_KEY, ROLE_KEY) if ctx.get(key)]
+        return (*found, ANYONE)
+
+
+class GraphRule:
+    """The CLI's controller choice (:func:`controller_for`) made per graph, for
+    ``flow reindex``: one pass over instances of many graphs indexes each as the other
+    commands would write it."""
+
+    def __init__(self) -> None:
+        self._chosen: dict[int, StateController] = {}
+
+    def _for(self, node: Node) -> StateController:
+        graph = node.graph
+        chosen = self._chosen.get(id(graph))
+        if chosen is None:
+            chosen = self._chosen[id(graph)] = controller_for(graph)
+        return chosen
+
+    def is_operatable(self, ctx: FlowContext, node: Node) -> bool:
+        return self._for(node).is_operatable(ctx, node)
+
+    def is_auto_forward(self, ctx: FlowContext, node: Node) -> bool:
+        return self._for(node).is_auto_forward(ctx, node)
+
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        return candidates_of(self._for(node), node)
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        return (ANYONE,)
+
+
 class Session:
     """An open database plus the flow_sqla objects a command needs."""
 
@@ -97,10 +138,16 @@ class Session:
         self.engine = engine
         self.url = url
         self.tables = FlowTables(
-            repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+            repo_table=names.repo_table,
+            task_table=names.task_table,
+            schema=names.schema,
+            todo_table=names.todo_table,
         )
-        self.repository: SqlStateRepository = SqlStateRepository(engine, self.tables)
-        self.recorder = TaskHistoryRecorder(engine, self.tables)
+        self._indexed: bool | None = None
+        self.repository: SqlStateRepository = SqlStateRepository(
+            engine, self.tables, index=self.indexed
+        )
+        self.recorder = TaskHistoryRecorder(engine, self.tables, index=self.indexed)
 
     @classmethod
     @contextmanager
@@ -152,12 +199,46 @@ class Session:
             raise CliError(only_the_id(snapshot.instance_id, snapshot.graph_id))
         return graph_from_json(snapshot.graph_json, snapshot.instance_id)
 
+    @property
+    def indexed(self) -> bool:
+        """Whether the database keeps the task index (revision ``flow0004``: the open-task
+        table exists). Without it, writes keep the reference tables only (``index=False``)."""
+        if self._indexed is None:
+            import sqlalchemy as sa
+
+            todo = self.tables.todo
+            self._indexed = sa.inspect(self.engine).has_table(todo.name, schema=todo.schema)
+        return self._indexed
+
+    def require_index(self, command: str) -> None:
+        """A clear error when ``command`` needs the task index and the database has none."""
+        if not self.indexed:
+            raise CliError(
+                f"{shown(self.url)} keeps no task index yet, which 'flow {command}' needs; "
+                "run 'flow migrate' (revision flow0004), then 'flow reindex'"
+            )
+
     def executor(self, graph: Graph) -> WorkflowExecutor:
         from flow.engine import FlowEngine
         from flow_sqla import sql_workflow
 
         return sql_workflow(
-            self.engine, FlowEngine(), state_controller=controller_for(graph), tables=self.tables
+            self.engine,
+            FlowEngine(),
+            state_controller=controller_for(graph),
+            tables=self.tables,
+            index=self.indexed,
+        )
+
+    def query_executor(self, command: str) -> WorkflowExecutor:
+        """An executor for the index queries (inbox, instances, open tasks), whose controller
+        only says who a context is. Raises :class:`CliError` without the index."""
+        from flow.engine import FlowEngine
+        from flow_sqla import sql_workflow
+
+        self.require_index(command)
+        return sql_workflow(
+            self.engine, FlowEngine(), state_controller=Identities(), tables=self.tables
         )
 
     def standing(self, instance_id: str, graph: Graph | None = None) -> Standing:
@@ -180,16 +261,27 @@ class Session:
         self.snapshot(instance_id)
         return self.recorder.history(instance_id)
 
-    def rows(self, limit: int) -> list[Mapping[str, Any]]:
-        """The newest ``limit`` instance rows (id, graph, states, vars, update_time)."""
+    def unindexed(self, everything: bool) -> int:
+        """How many instance rows ``flow reindex`` will look at (those without status)."""
         import sqlalchemy as sa
 
         t = self.tables.repository
-        query = (
-            sa.select(t.c.instant_id, t.c.graph, t.c.states, t.c.vars, t.c.update_time)
-            .order_by(t.c.update_time.desc(), t.c.id.desc())
-            .limit(limit)
-        )
+        query = sa.select(sa.func.count()).select_from(t)
+        if not everything:
+            query = query.where(t.c.status.is_(None))
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def rows(self, limit: int) -> list[Mapping[str, Any]]:
+        """The newest ``limit`` instance rows (id, graph, states, vars, update_time, and the
+        status when the database keeps the task index)."""
+        import sqlalchemy as sa
+
+        t = self.tables.repository
+        columns = [t.c.instant_id, t.c.graph, t.c.states, t.c.vars, t.c.update_time]
+        if self.indexed:
+            columns.append(t.c.status)
+        query = sa.select(*columns).order_by(t.c.update_time.desc(), t.c.id.desc()).limit(limit)
         with self.engine.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
@@ -249,11 +341,11 @@ class Session:
                 return
             task = executor.claim_task(graph, ctx)
             if task is None or task.node_id != node.id or task.state != TaskState.WAITING:
-                raise CliError(self._not_claimable(instance_id, graph, node, actor))
+                raise CliError(self.not_claimable(instance_id, graph, node, actor))
             if not executor.submit_task_if_waiting(task, action, ctx, message=message):
                 raise CliError(f"task {node.id!r} of instance {instance_id!r} is no longer waiting")
 
-    def _not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
+    def not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
         snap = self.snapshot(instance_id)
         where = standing_of(graph, snap.states, snap.vars).describe()
         who = f"actor {actor!r}" if actor else "no actor (give --actor)"
@@ -364,7 +456,8 @@ def standing_of(graph: Graph, states: Mapping[str, Any], data: Mapping[str, Any]
 
 def table_names() -> TableNames:
     """The table set the commands use: ``FLOW_REPO_TABLE``, ``FLOW_TASK_TABLE``,
-    ``FLOW_SCHEMA`` and ``FLOW_VERSION_TABLE`` as for ``alembic upgrade head``, else defaults."""
+    ``FLOW_TODO_TABLE``, ``FLOW_SCHEMA`` and ``FLOW_VERSION_TABLE`` as for ``alembic upgrade
+    head``, else defaults."""
     from flow_sqla.errors import InvalidIdentifierError
     from flow_sqla.migrations import resolve_names
 
@@ -420,6 +513,7 @@ def _names_kwargs(names: TableNames) -> dict[str, Any]:
         "task_table": names.task_table,
         "schema": names.schema,
         "version_table": names.version_table,
+        "todo_table": names.todo_table,
     }
 
 

@@ -1,0 +1,297 @@
+"""``flow inbox``, ``flow withdraw``, ``flow send-back`` and ``flow reindex``: the task index.
+
+These commands need the task index of revision ``flow0004`` (``flow migrate``); a database
+written by the Go plugin or before the revision is indexed once with ``flow reindex``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from flow.context import FlowContext
+from flow_cli._errors import CliError
+from flow_cli._parser import Parser, db_option
+from flow_cli._table import format_table
+
+if TYPE_CHECKING:
+    from flow.workflow import OpenTask
+
+STATE_WORDS = {0: "ready", 1001: "waiting"}
+
+
+def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
+    from flow_cli._instances import non_negative, positive
+
+    common = [*parents, db_option()]
+    inbox = commands.add_parser(
+        "inbox",
+        parents=common,
+        help="the open tasks an actor (or role) may work on",
+        description="Open tasks of running instances that ACTOR (or ROLE) may operate, oldest "
+        "first, one page at a time. A task of a graph without actors is in every inbox.",
+    )
+    inbox.add_argument("--actor", metavar="A", help="who asks (a node's meta 'actor')")
+    inbox.add_argument("--role", metavar="R", help="a role they hold (a node's meta 'role')")
+    inbox.add_argument("--graph", metavar="ID", help="only tasks of the graph with this id")
+    inbox.add_argument(
+        "--limit", type=positive, default=50, metavar="N", help="show at most N (default 50)"
+    )
+    inbox.add_argument(
+        "--after",
+        type=non_negative,
+        metavar="CURSOR",
+        help="the page after this cursor (printed under a full page)",
+    )
+    inbox.set_defaults(handler=run_inbox)
+
+    withdraw = commands.add_parser(
+        "withdraw",
+        parents=common,
+        help="withdraw a running instance",
+        description="In one transaction: every open task of INSTANCE is terminated (one "
+        "history row each), and the instance is WITHDRAWN: no claim or submit other than "
+        "restart changes it any more. Fails when INSTANCE is not running.",
+    )
+    withdraw.add_argument("instance", metavar="INSTANCE", help="instance id")
+    withdraw.add_argument("--actor", metavar="A", help="who withdraws (kept in the history)")
+    withdraw.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
+    withdraw.add_argument(
+        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
+    )
+    withdraw.set_defaults(handler=run_withdraw)
+
+    send_back = commands.add_parser(
+        "send-back",
+        parents=common,
+        help="send a task back to the task that led to it",
+        description="Send task NODE of INSTANCE back to the human task whose submit actually "
+        "opened it (its lineage, not the graph's topology), which waits again. The task must "
+        "be one ACTOR may claim. Refused, writing nothing, for a first task or after a split.",
+    )
+    send_back.add_argument("instance", metavar="INSTANCE", help="instance id")
+    send_back.add_argument("node", metavar="NODE", help="node id of the task to send back")
+    send_back.add_argument(
+        "--actor", metavar="A", help="who sends it back (default: the node's meta 'actor')"
+    )
+    send_back.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
+    send_back.add_argument(
+        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
+    )
+    send_back.set_defaults(handler=run_send_back)
+
+    reindex = commands.add_parser(
+        "reindex",
+        parents=common,
+        help="index instances written without the task index (Go plugin, older revisions)",
+        description="Compute status and open tasks of every instance that has none (rows "
+        "written by the Go plugin, with index=False, or before revision flow0004), N "
+        "instances per transaction, in id order. Interrupted, it continues where it stopped "
+        "when run again. Shows progress on a terminal.",
+    )
+    reindex.add_argument(
+        "--batch",
+        type=positive,
+        default=500,
+        metavar="N",
+        help="instances per transaction (default 500)",
+    )
+    reindex.add_argument(
+        "--graph",
+        action="append",
+        default=[],
+        metavar="GRAPH",
+        help="graph file for rows that store only their graph's id (repeatable)",
+    )
+    reindex.add_argument(
+        "--all",
+        action="store_true",
+        help="recompute every instance, not only those without status (after the Go "
+        "plugin or an index=False service wrote to indexed tables)",
+    )
+    reindex.set_defaults(handler=run_reindex)
+
+
+# -- inbox ----------------------------------------------------------------------------------
+
+
+def run_inbox(args: argparse.Namespace) -> int:
+    from flow_cli._session import ACTOR_KEY, ROLE_KEY, Session
+
+    if not args.actor and not args.role:
+        raise CliError("say whose inbox: give --actor A and/or --role R", exit_code=2)
+    who = FlowContext.of(None, {ACTOR_KEY: args.actor, ROLE_KEY: args.role})
+    with Session.open(args.db) as session:
+        executor = session.query_executor("inbox")
+        tasks = executor.inbox(who, graph_id=args.graph, limit=args.limit, after=args.after)
+    named = " and ".join(f"{k} {v!r}" for k, v in (("actor", args.actor), ("role", args.role)) if v)
+    if not tasks:
+        more = " after this cursor" if args.after is not None else ""
+        print(f"no open task for {named}{more}")
+        return 0
+    print(inbox_table(tasks))
+    if len(tasks) == args.limit:
+        print(f"more: add --after {tasks[-1].cursor}")
+    return 0
+
+
+def inbox_table(tasks: Sequence[OpenTask]) -> str:
+    """Open tasks as a table: instance, graph, task, state, for whom, from where, since when."""
+    from flow_cli._instances import when
+
+    rows = [
+        (
+            t.instance_id,
+            t.graph_id,
+            task_label(t.node_id, t.node_title),
+            STATE_WORDS.get(int(t.state), t.state.name.lower()),
+            ", ".join(t.candidates),
+            t.lineage[-1] if t.lineage else None,
+            when(t.opened_at),
+        )
+        for t in tasks
+    ]
+    return format_table(
+        ("instance", "graph", "task", "state", "for", "sent by", "open since (UTC)"), rows
+    )
+
+
+def task_label(node_id: str, title: str | None) -> str:
+    return f"{node_id} ({title})" if title and title != node_id else node_id
+
+
+# -- withdraw and send back -----------------------------------------------------------------
+
+
+def run_withdraw(args: argparse.Namespace) -> int:
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import Session
+
+    override = load_graph(args.graph) if args.graph else None
+    with Session.open(args.db) as session:
+        session.require_index("withdraw")
+        graph = session.graph_of(session.snapshot(args.instance), override)
+        executor = session.executor(graph)
+        open_before = executor.open_tasks(args.instance)
+        with session.context(args.instance, actor=args.actor) as ctx:
+            done = executor.withdraw(graph, ctx, message=args.message)
+        if not done:
+            status = executor.status(args.instance)
+            shown_status = "not indexed" if status is None else status.name
+            raise CliError(
+                f"instance {args.instance!r} is not running ({shown_status}); "
+                "only a running instance can be withdrawn"
+            )
+    closed = ", ".join(t.node_id for t in open_before) or "no open task"
+    by = f" by {args.actor}" if args.actor else ""
+    print(f"withdrew {args.instance}{by}; terminated: {closed}")
+    return 0
+
+
+def run_send_back(args: argparse.Namespace) -> int:
+    from flow.workflow.states import TaskState
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import Session
+
+    override = load_graph(args.graph) if args.graph else None
+    with Session.open(args.db) as session:
+        session.require_index("send-back")
+        graph = session.graph_of(session.snapshot(args.instance), override)
+        node = graph.get_node_or_throw(args.node)
+        actor = args.actor or node.meta_as_str("actor")
+        executor = session.executor(graph)
+        with session.context(args.instance, actor=actor) as ctx:
+            task = executor.claim_task(graph, ctx)
+            if task is None or task.node_id != node.id or task.state != TaskState.WAITING:
+                raise CliError(session.not_claimable(args.instance, graph, node, actor))
+            if not executor.send_back(task, ctx, message=args.message):
+                raise CliError(f"task {node.id!r} of instance {args.instance!r} is not open")
+        reopened = executor.open_tasks(args.instance)
+    by = f" as {actor}" if actor else ""
+    back_to = ", ".join(task_label(t.node_id, t.node_title) for t in reopened) or "-"
+    print(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}")
+    print(f"{args.instance} now waits on: {back_to}")
+    return 0
+
+
+# -- reindex --------------------------------------------------------------------------------
+
+
+class Progress:
+    """``rows seen / total (percent), indexed, rows/s`` rewritten in place on a terminal."""
+
+    def __init__(self, out: TextIO, total: int | None) -> None:
+        self.out = out
+        self.total = total
+        self.started = time.monotonic()
+        self.shown = False
+
+    def __call__(self, seen: int, indexed: int) -> None:
+        rate = seen / max(time.monotonic() - self.started, 1e-9)
+        of = ""
+        if self.total:
+            of = f" / {self.total:,} ({min(100.0, 100 * seen / self.total):.1f}%)"
+        self.out.write(f"\r{seen:,}{of} rows, {indexed:,} indexed, {rate:,.0f} rows/s ")
+        self.out.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    from flow.engine import FlowEngine
+    from flow.errors import GraphNotFoundError
+    from flow_cli._graphs import load_graph
+    from flow_cli._session import GraphRule, Session
+    from flow_sqla import reindex
+
+    engine = FlowEngine()
+    for path in args.graph:
+        engine.load(load_graph(path))
+    with Session.open(args.db) as session:
+        session.require_index("reindex")
+        tty = sys.stdout.isatty()
+        progress = Progress(sys.stdout, session.unindexed(args.all) if tty else None)
+        counted = {"seen": 0, "indexed": 0}
+
+        def note(seen: int, indexed: int) -> None:
+            counted.update(seen=seen, indexed=indexed)
+            if tty:
+                progress(seen, indexed)
+
+        try:
+            indexed = reindex(
+                session.engine,
+                engine,
+                state_controller=GraphRule(),
+                tables=session.tables,
+                batch_size=args.batch,
+                everything=args.all,
+                progress=note,
+            )
+        except GraphNotFoundError as exc:
+            progress.done()
+            raise CliError(
+                f"{exc}; give its graph file with --graph "
+                f"({counted['indexed']:,} instances indexed before it are kept; "
+                "run again to continue)"
+            ) from exc
+        except KeyboardInterrupt:
+            progress.done()
+            print(f"stopped: {counted['indexed']:,} instances indexed; run again to continue")
+            raise
+        progress.done()
+    print(f"indexed {indexed:,} instance(s) of {counted['seen']:,} row(s) in {shown_url(session)}")
+    return 0
+
+
+def shown_url(session: Any) -> str:
+    from flow_cli._database import shown
+
+    return shown(session.url)
