@@ -1,6 +1,11 @@
 """An expense-approval service: FastAPI + flow + flow_sqla, one transaction per request.
 
-How to run and try it: ``examples/fastapi_app/README.md``.
+How to run and try it: ``examples/fastapi_app/README.md``. Besides filing, reading and
+deciding an expense it serves ``GET /inbox`` (what waits for the caller, paged),
+``POST /expenses/{id}/withdraw`` (the employee who filed it takes it back) and
+``POST /expenses/{id}/send-back`` (back to whoever sent it, by lineage). Typed flow errors map
+to HTTP statuses: 404 unknown expense, 409 closed or decided meanwhile, 422 a send-back the
+guard refuses, 403 a caller who is not a candidate.
 
 Each request that changes something is one unit of work run by
 ``flow_sqla.run_in_transaction``: a connection from ``engine.begin()`` goes into
@@ -22,11 +27,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
-from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -34,6 +40,9 @@ from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import (
     ActorStateController,
     ConcurrentSubmitError,
+    InstanceClosedError,
+    InstanceStatus,
+    SendBackError,
     TaskAction,
     TaskState,
     WorkflowExecutor,
@@ -62,6 +71,7 @@ expense = sa.Table(  # the app's own business table, written in the same transac
     sa.Column("purpose", sa.String(200), nullable=False),
     sa.Column("amount", sa.Integer, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("filed_by", sa.String(64)),
 )
 
 
@@ -87,6 +97,24 @@ class ExpenseOut(BaseModel):
     amount: int
     status: str
     tasks: list[TaskOut]
+
+
+class Comment(BaseModel):
+    message: str | None = None
+
+
+class InboxTask(BaseModel):
+    expense: str
+    node: str
+    title: str
+    state: Literal["ready", "waiting"]
+    sent_by: str | None
+    since: datetime
+
+
+class InboxPage(BaseModel):
+    tasks: list[InboxTask]
+    next: int | None = Field(description="pass as ?after= for the next page; null at the end")
 
 
 class HistoryOut(BaseModel):
@@ -124,6 +152,15 @@ def create_app(database_url: str | None = None) -> FastAPI:
     app = FastAPI(title="Expense approvals")
     app.state.engine = engine
 
+    @app.exception_handler(SendBackError)
+    def not_sendable(request: Request, exc: SendBackError) -> JSONResponse:
+        """The task has no single earlier task to go back to (first task, after a split)."""
+        return JSONResponse({"detail": exc.reason}, status_code=422)
+
+    @app.exception_handler(InstanceClosedError)
+    def closed(request: Request, exc: InstanceClosedError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+
     @app.exception_handler(ConcurrentSubmitError)
     def busy(request: Request, exc: ConcurrentSubmitError) -> JSONResponse:
         """Every attempt lost to concurrent requests on the same expense: try again later."""
@@ -146,6 +183,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
                     purpose=body.purpose,
                     amount=body.amount,
                     status="pending",
+                    filed_by=actor,
                 )
             )
             ctx = FlowContext.of(instance_id, {"amount": body.amount}, connection=conn)
@@ -209,6 +247,80 @@ def create_app(database_url: str | None = None) -> FastAPI:
             for entry in history.history(instance_id)
         ]
 
+    @app.get("/inbox")
+    def inbox(
+        actor: Actor,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        after: Annotated[int | None, Query(ge=0)] = None,
+    ) -> InboxPage:
+        """What waits for the caller, oldest first: one indexed query per page."""
+        who = FlowContext.of(None, {"actor": actor})
+        tasks = workflow.inbox(who, graph_id=graph.id, limit=limit, after=after)
+        return InboxPage(
+            tasks=[
+                InboxTask(
+                    expense=t.instance_id,
+                    node=t.node_id,
+                    title=t.node_title,
+                    state="waiting" if t.state == TaskState.WAITING else "ready",
+                    sent_by=t.lineage[-1] if t.lineage else None,
+                    since=t.opened_at,
+                )
+                for t in tasks
+            ],
+            next=tasks[-1].cursor if len(tasks) == limit else None,
+        )
+
+    @app.post("/expenses/{instance_id}/withdraw")
+    def withdraw(instance_id: str, body: Comment, actor: Actor) -> ExpenseOut:
+        """The employee who filed the expense takes it back while it is still running."""
+
+        def withdraw_once(conn: sa.Connection) -> ExpenseOut:
+            row = _expense_row(conn, instance_id)
+            if row["filed_by"] != actor:
+                raise HTTPException(403, f"only {row['filed_by']!r} may withdraw {instance_id}")
+            ctx = FlowContext.of(instance_id, connection=conn)
+            ctx.put("actor", actor)
+            if not workflow.withdraw(graph, ctx, message=body.message):
+                status = workflow.status(instance_id)
+                name = status.name.lower() if status is not None else "unknown"
+                raise HTTPException(409, f"{instance_id} is {name}, not running")
+            conn.execute(
+                expense.update()
+                .where(expense.c.instance_id == instance_id)
+                .values(status="withdrawn")
+            )
+            return _expense_out(conn, workflow, graph, instance_id)
+
+        # Safe to re-run after a lost COMMIT: the re-run finds the expense withdrawn (409).
+        return run_in_transaction(engine, withdraw_once, idempotent=True)
+
+    @app.post("/expenses/{instance_id}/send-back")
+    def send_back(instance_id: str, body: Comment, actor: Actor) -> ExpenseOut:
+        """Send the caller's task back to whoever actually sent it (the task's lineage, not
+        the graph's topology: compare ``send_back`` in decisions, which is TaskAction.BACK)."""
+
+        def send_back_once(conn: sa.Connection) -> ExpenseOut:
+            _expense_row(conn, instance_id)
+            ctx = FlowContext.of(instance_id, connection=conn)
+            ctx.put("actor", actor)
+            if workflow.status(instance_id) != InstanceStatus.RUNNING:
+                raise HTTPException(409, f"{instance_id} is closed")
+            task = workflow.claim_task(graph, ctx)
+            if task is None or task.state != TaskState.WAITING:
+                raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}")
+            if not workflow.send_back(task, ctx, message=body.message):
+                raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
+            conn.execute(
+                expense.update()
+                .where(expense.c.instance_id == instance_id)
+                .values(status="sent back")
+            )
+            return _expense_out(conn, workflow, graph, instance_id)
+
+        # Safe to re-run after a lost COMMIT: the re-run finds no waiting task (403/409).
+        return run_in_transaction(engine, send_back_once, idempotent=True)
+
     return app
 
 
@@ -238,7 +350,8 @@ def _expense_out(
     conn: sa.Connection, workflow: WorkflowExecutor, graph: Graph, instance_id: str
 ) -> ExpenseOut:
     row: Any = _expense_row(conn, instance_id)
-    tasks = [] if row.status == "rejected" else _open_tasks(conn, workflow, graph, instance_id)
+    closed = row.status in ("rejected", "withdrawn")
+    tasks = [] if closed else _open_tasks(conn, workflow, graph, instance_id)
     return ExpenseOut(
         id=instance_id, purpose=row.purpose, amount=row.amount, status=row.status, tasks=tasks
     )

@@ -1,0 +1,122 @@
+"""The inbox, withdraw and send-back endpoints: what each caller sees, and the typed refusals
+as HTTP statuses (404 unknown, 409 closed or decided, 422 guard, 403 not a candidate) with
+nothing written."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+EMPLOYEE = {"X-Actor": "employee"}
+MANAGER = {"X-Actor": "manager"}
+DIRECTOR = {"X-Actor": "director"}
+
+
+def file_expense(client: TestClient, amount: int, purpose: str = "Taxi") -> str:
+    response = client.post(
+        "/expenses", json={"purpose": purpose, "amount": amount}, headers=EMPLOYEE
+    )
+    assert response.status_code == 201, response.text
+    expense_id: str = response.json()["id"]
+    return expense_id
+
+
+def inbox(client: TestClient, headers: dict[str, str], **params: int) -> dict[str, object]:
+    response = client.get("/inbox", headers=headers, params=params)
+    assert response.status_code == 200, response.text
+    page: dict[str, object] = response.json()
+    return page
+
+
+def expenses(page: dict[str, object]) -> list[str]:
+    tasks = page["tasks"]
+    assert isinstance(tasks, list)
+    return [t["expense"] for t in tasks]
+
+
+def history_length(client: TestClient, expense_id: str) -> int:
+    return len(client.get(f"/expenses/{expense_id}/history").json())
+
+
+def test_the_inbox_shows_each_caller_their_tasks_page_by_page(client: TestClient) -> None:
+    small = [file_expense(client, 100 + i) for i in range(3)]
+    large = file_expense(client, 9000)
+    first = inbox(client, MANAGER, limit=2)
+    assert expenses(first) == small[:2]
+    tasks = first["tasks"]
+    assert isinstance(tasks, list)
+    assert {k: tasks[0][k] for k in ("node", "title", "state", "sent_by")} == {
+        "node": "manager",
+        "title": "Manager approval",
+        "state": "ready",
+        "sent_by": "apply",
+    }
+    after = first["next"]
+    assert isinstance(after, int)
+    rest = inbox(client, MANAGER, limit=2, after=after)
+    assert expenses(rest) == small[2:]
+    assert rest["next"] is None
+    assert expenses(inbox(client, DIRECTOR)) == [large]
+    assert expenses(inbox(client, EMPLOYEE)) == []
+    assert client.get("/inbox", headers=MANAGER, params={"limit": 0}).status_code == 422
+
+
+def test_withdraw_takes_the_expense_out_of_every_inbox(client: TestClient) -> None:
+    expense_id = file_expense(client, 100)
+    done = client.post(
+        f"/expenses/{expense_id}/withdraw", json={"message": "not needed"}, headers=EMPLOYEE
+    )
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "withdrawn"
+    assert done.json()["tasks"] == []
+    assert expenses(inbox(client, MANAGER)) == []
+    assert client.get(f"/expenses/{expense_id}/history").json()[-1] == {
+        "task": "manager",
+        "result": "terminated",
+        "by": "employee",
+        "next": "manager",
+        "message": "not needed",
+    }
+    again = client.post(f"/expenses/{expense_id}/withdraw", json={}, headers=EMPLOYEE)
+    assert again.status_code == 409
+    decided = client.post(
+        f"/expenses/{expense_id}/decisions", json={"decision": "approve"}, headers=MANAGER
+    )
+    assert decided.status_code == 409
+    assert history_length(client, expense_id) == 2
+
+
+def test_only_the_filer_may_withdraw_and_unknown_is_404(client: TestClient) -> None:
+    expense_id = file_expense(client, 100)
+    refused = client.post(f"/expenses/{expense_id}/withdraw", json={}, headers=MANAGER)
+    assert refused.status_code == 403
+    assert client.get(f"/expenses/{expense_id}").json()["status"] == "pending"
+    assert client.post("/expenses/nope/withdraw", json={}, headers=EMPLOYEE).status_code == 404
+    assert client.post("/expenses/nope/send-back", json={}, headers=MANAGER).status_code == 404
+
+
+def test_send_back_returns_the_task_to_whoever_sent_it(client: TestClient) -> None:
+    expense_id = file_expense(client, 9000)
+    back = client.post(
+        f"/expenses/{expense_id}/send-back", json={"message": "invoice?"}, headers=DIRECTOR
+    )
+    assert back.status_code == 200, back.text
+    assert back.json()["status"] == "sent back"
+    assert back.json()["tasks"] == [{"node": "apply", "title": "Apply", "actor": "employee"}]
+    mine = inbox(client, EMPLOYEE)
+    assert expenses(mine) == [expense_id]
+    assert client.get(f"/expenses/{expense_id}/history").json()[-1]["message"] == "invoice?"
+
+
+def test_send_back_refusals_write_nothing(client: TestClient) -> None:
+    expense_id = file_expense(client, 100)
+    stranger = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=DIRECTOR)
+    assert stranger.status_code == 403
+    assert client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER).is_success
+    first = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=EMPLOYEE)
+    assert first.status_code == 422
+    assert "first task" in first.json()["detail"]
+    assert history_length(client, expense_id) == 2
+    withdrawn = client.post(f"/expenses/{expense_id}/withdraw", json={}, headers=EMPLOYEE)
+    assert withdrawn.status_code == 200
+    closed = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=EMPLOYEE)
+    assert closed.status_code == 409
