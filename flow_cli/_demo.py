@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flow.context import FlowContext
 from flow.graph import Graph
 from flow.workflow.states import TaskAction
 from flow_cli._database import DEMO_DIR, shown
@@ -138,6 +139,8 @@ def run_demo(args: argparse.Namespace) -> int:
         for number, story in enumerate(STORIES, start=1):
             print()
             play(session, graph, f"{graph.id}-{run}-{story.key}", story, number)
+        print()
+        tasks(session, graph, run, len(STORIES) + 1)
         history_id = f"{graph.id}-{run}-{HISTORY_STORY}"
         print(f"\nHistory of {history_id} (flow history {history_id}):")
         print(_indent(_history(session, history_id)))
@@ -150,6 +153,8 @@ def run_demo(args: argparse.Namespace) -> int:
     db = f" --db {shlex.quote(shown(args.db))}" if args.db else ""
     print(f"\nTry next{hint}:")
     print(f"  {flow} instances{db}")
+    print(f"  {flow} inbox --actor manager{db}")
+    print(f"  {flow} instances --status withdrawn{db}")
     print(f"  {flow} render --instance {picture_id}{db}")
     print(f"  {flow} history {picture_id}{db}")
     print(f"  {flow} submit {picture_id} manager forward --actor manager -m Approved{db}")
@@ -197,6 +202,43 @@ def play(session: Session, graph: Graph, instance_id: str, story: Story, number:
         action = step.action.name.lower()
         rows.append((step.actor, node.title or node.id, action, step.message, then))
     print(_indent(format_table(("by", "task", "action", "message", "then"), rows)))
+
+
+def tasks(session: Session, graph: Graph, run: str, number: int) -> None:
+    """The task index: a send-back by lineage, a withdraw, and the inboxes afterwards."""
+    from flow_cli._inbox import inbox_table, task_label
+
+    trip = f"{graph.id}-{run}-trip"
+    print(f"{number}. {trip}: Team offsite, amount 7000 (sent back to whoever sent it)")
+    session.start(graph, trip, {"amount": 7000, "purpose": "Team offsite"}, "employee")
+    node = session.claim(trip, graph, "employee")
+    if node is None:
+        raise CliError(f"demo: employee has no task in {trip}")
+    session.submit(trip, graph, node, FORWARD, actor="employee", message="Team offsite")
+    director = graph.get_node_or_throw("director")
+    waiting = session.send_back(trip, graph, director, actor="director", message="Which venue?")
+    back_to = ", ".join(task_label(n.id, n.title) for n in waiting)
+    print(f"   director sends it back (flow send-back {trip} director): waits on {back_to}")
+
+    chair = f"{graph.id}-{run}-chair"
+    print(f"\n{number + 1}. {chair}: Office chair, amount 400 (withdrawn by the employee)")
+    session.start(graph, chair, {"amount": 400, "purpose": "Office chair"}, "employee")
+    node = session.claim(chair, graph, "employee")
+    if node is None:
+        raise CliError(f"demo: employee has no task in {chair}")
+    session.submit(chair, graph, node, FORWARD, actor="employee", message="Office chair")
+    closed = session.withdraw(chair, graph, actor="employee", message="Bought one myself")
+    print(f"   employee withdraws it (flow withdraw {chair}): terminated {', '.join(closed)}")
+
+    executor = session.query_executor("inbox")
+    for actor in ("manager", "employee"):
+        found = [
+            t
+            for t in executor.inbox(FlowContext.of(None, {"actor": actor}), limit=200)
+            if t.instance_id.startswith(f"{graph.id}-{run}-")
+        ]
+        print(f"\nInbox of {actor} (flow inbox --actor {actor}):")
+        print(_indent(inbox_table(found) if found else "no open task"))
 
 
 def _history(session: Session, instance_id: str) -> str:

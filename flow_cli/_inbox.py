@@ -174,25 +174,13 @@ def run_withdraw(args: argparse.Namespace) -> int:
     with Session.open(args.db) as session:
         session.require_index("withdraw")
         graph = session.graph_of(session.snapshot(args.instance), override)
-        executor = session.executor(graph)
-        open_before = executor.open_tasks(args.instance)
-        with session.context(args.instance, actor=args.actor) as ctx:
-            done = executor.withdraw(graph, ctx, message=args.message)
-        if not done:
-            status = executor.status(args.instance)
-            shown_status = "not indexed" if status is None else status.name
-            raise CliError(
-                f"instance {args.instance!r} is not running ({shown_status}); "
-                "only a running instance can be withdrawn"
-            )
-    closed = ", ".join(t.node_id for t in open_before) or "no open task"
+        closed = session.withdraw(args.instance, graph, actor=args.actor, message=args.message)
     by = f" by {args.actor}" if args.actor else ""
-    print(f"withdrew {args.instance}{by}; terminated: {closed}")
+    print(f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}")
     return 0
 
 
 def run_send_back(args: argparse.Namespace) -> int:
-    from flow.workflow.states import TaskState
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
@@ -202,16 +190,9 @@ def run_send_back(args: argparse.Namespace) -> int:
         graph = session.graph_of(session.snapshot(args.instance), override)
         node = graph.get_node_or_throw(args.node)
         actor = args.actor or node.meta_as_str("actor")
-        executor = session.executor(graph)
-        with session.context(args.instance, actor=actor) as ctx:
-            task = executor.claim_task(graph, ctx)
-            if task is None or task.node_id != node.id or task.state != TaskState.WAITING:
-                raise CliError(session.not_claimable(args.instance, graph, node, actor))
-            if not executor.send_back(task, ctx, message=args.message):
-                raise CliError(f"task {node.id!r} of instance {args.instance!r} is not open")
-        reopened = executor.open_tasks(args.instance)
+        waiting = session.send_back(args.instance, graph, node, actor=actor, message=args.message)
     by = f" as {actor}" if actor else ""
-    back_to = ", ".join(task_label(t.node_id, t.node_title) for t in reopened) or "-"
+    back_to = ", ".join(task_label(n.id, n.title) for n in waiting) or "-"
     print(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}")
     print(f"{args.instance} now waits on: {back_to}")
     return 0

@@ -345,6 +345,40 @@ class Session:
             if not executor.submit_task_if_waiting(task, action, ctx, message=message):
                 raise CliError(f"task {node.id!r} of instance {instance_id!r} is no longer waiting")
 
+    def withdraw(
+        self, instance_id: str, graph: Graph, *, actor: str | None, message: str | None
+    ) -> list[str]:
+        """Withdraw a running instance in one transaction; the node ids of the tasks it
+        closed. A closed instance is a :class:`CliError` naming its status."""
+        self.require_index("withdraw")
+        executor = self.executor(graph)
+        open_before = [t.node_id for t in executor.open_tasks(instance_id)]
+        with self.context(instance_id, actor=actor) as ctx:
+            done = executor.withdraw(graph, ctx, message=message)
+        if not done:
+            status = executor.status(instance_id)
+            named = "not indexed" if status is None else status.name
+            raise CliError(
+                f"instance {instance_id!r} is not running ({named}); "
+                "only a running instance can be withdrawn"
+            )
+        return open_before
+
+    def send_back(
+        self, instance_id: str, graph: Graph, node: Node, *, actor: str | None, message: str | None
+    ) -> list[Node]:
+        """Send ``actor``'s waiting task ``node`` back along its lineage in one transaction;
+        the nodes the instance waits on afterwards."""
+        self.require_index("send-back")
+        executor = self.executor(graph)
+        with self.context(instance_id, actor=actor) as ctx:
+            task = executor.claim_task(graph, ctx)
+            if task is None or task.node_id != node.id or task.state != TaskState.WAITING:
+                raise CliError(self.not_claimable(instance_id, graph, node, actor))
+            if not executor.send_back(task, ctx, message=message):
+                raise CliError(f"task {node.id!r} of instance {instance_id!r} is not open")
+        return [graph.get_node_or_throw(t.node_id) for t in executor.open_tasks(instance_id)]
+
     def not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
         snap = self.snapshot(instance_id)
         where = standing_of(graph, snap.states, snap.vars).describe()

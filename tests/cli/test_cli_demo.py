@@ -48,6 +48,14 @@ def test_demo_prints_every_step_history_and_writes_a_picture(
     history = result.out.split(f"History of {run}-conference")[1]
     assert re.search(r"2 .* director +sent back +director +apply +Please attach", history)
     assert re.search(r"4 .* director +completed +director +end +Approved", history)
+    assert f"director sends it back (flow send-back {run}-trip director): waits on apply" in (
+        result.out
+    )
+    assert f"employee withdraws it (flow withdraw {run}-chair): terminated manager" in result.out
+    manager = result.out.split("Inbox of manager")[1].split("Inbox of employee")[0]
+    assert [line.split()[0] for line in manager.strip().splitlines()[3:]] == [f"{run}-training"]
+    employee = result.out.split("Inbox of employee")[1].split("History of")[0]
+    assert re.search(rf"{run}-trip +oa +apply \(Apply\) +waiting", employee)
     picture = tmp_path / "flow-demo" / f"{run}-training.mmd"
     assert picture.exists()
     assert "class n_manager waiting" in picture.read_text(encoding="utf-8")
@@ -109,7 +117,7 @@ def test_try_next_commands_work_as_printed_without_the_venv_on_path(
         result.out
     )
     commands = _try_next(result.out)
-    assert [argv[0] for argv in commands] == [script] * 4
+    assert [argv[0] for argv in commands] == [script] * 6
     for argv in commands:
         done = subprocess.run(
             argv, cwd=tmp_path, env=flow_environ(), capture_output=True, text=True, check=False
