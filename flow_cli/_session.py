@@ -517,17 +517,31 @@ def require_schema(engine: Engine, url: str, schema: str | None) -> None:
 def upgrade(engine: Engine, url: str, names: TableNames) -> None:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from flow_sqla import migrations
+    from flow_sqla import RepositoryError, migrations
 
     try:
         migrations.upgrade(engine, **_names_kwargs(names))
-    except SQLAlchemyError as exc:
-        if getattr(getattr(exc, "orig", None), "sqlstate", None) == "3F000":
+    except (SQLAlchemyError, RepositoryError) as exc:
+        driver_error = _driver_error(exc)
+        message = driver_message(driver_error) if driver_error is not None else str(exc)
+        if getattr(getattr(driver_error, "orig", None), "sqlstate", None) == "3F000":
             raise CliError(
-                f"cannot migrate {shown(url)}: {driver_message(exc)} — the schema to create "
+                f"cannot migrate {shown(url)}: {message} — the schema to create "
                 "the tables in does not exist (check search_path in the URL, or create it)"
             ) from exc
-        raise CliError(f"cannot migrate {shown(url)}: {driver_message(exc)}") from exc
+        raise CliError(f"cannot migrate {shown(url)}: {message}") from exc
+
+
+def _driver_error(exc: BaseException) -> Any:
+    """The SQLAlchemy error behind ``exc`` (the library wraps migration failures)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, SQLAlchemyError):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 def require_tables(engine: Engine, url: str, names: TableNames) -> None:
