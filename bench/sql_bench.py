@@ -19,9 +19,10 @@ Variants (``--variants`` takes the short names in brackets):
 
 * ``flow_sqla submit_task_at`` [flow]: ``submit_task_at`` for both approvals, each its own unit
   of work — the same work as the baselines (per approval: locked read, one states write, one
-  history insert, one commit);
+  history insert, one commit) with the open-task index off; [flow-index] with it on;
 * ``flow_sqla README pattern`` [readme]: the README's ``claim_task`` then
-  ``submit_task_if_waiting`` inside one application ``engine.begin()``;
+  ``submit_task_if_waiting`` inside one application ``engine.begin()``; [readme-index] with
+  the open-task index on;
 * ``flow_sqla claim, submit`` [claim, claim-process]: the same two calls as two units of work
   of their own, with ``cache="operation"`` and ``cache="process"``;
 * baseline (a) bare MySQLdb [a] — the driver's limit — and (b') the same SQL text through
@@ -210,19 +211,26 @@ def setup_sqlalchemy_text(dsn: str, counter: list[int]) -> tuple[Runner, Closer]
 
 
 # -- flow_sqla --------------------------------------------------------------------------------
-def _executor(dsn: str, cache: CacheMode, counter: list[int]) -> tuple[WorkflowExecutor, sa.Engine]:
-    """The OA executor on ``dsn`` and its SQLAlchemy engine (statements counted)."""
+def _executor(
+    dsn: str, cache: CacheMode, counter: list[int], index: bool = False
+) -> tuple[WorkflowExecutor, sa.Engine]:
+    """The OA executor on ``dsn`` and its SQLAlchemy engine (statements counted). The
+    open-task index is off unless asked for: off, flow_sqla does the baselines' work."""
     engine = FlowEngine()
     engine.load(Graph.from_file(ROOT / "examples" / "oa.yml"))
-    ex = sql_workflow(dsn, engine, state_controller=ActorStateController(), cache=cache)
+    ex = sql_workflow(
+        dsn, engine, state_controller=ActorStateController(), cache=cache, index=index
+    )
     repository = ex.state_repository
     assert isinstance(repository, SqlStateRepository)
     _count(repository.engine, counter)
     return ex, repository.engine
 
 
-def setup_flow_submit_at(dsn: str, counter: list[int], cache: CacheMode) -> tuple[Runner, Closer]:
-    ex, db = _executor(dsn, cache, counter)
+def setup_flow_submit_at(
+    dsn: str, counter: list[int], cache: CacheMode, index: bool = False
+) -> tuple[Runner, Closer]:
+    ex, db = _executor(dsn, cache, counter, index)
 
     def run(instance_id: str) -> None:
         for actor, node, *_ in STEPS:
@@ -247,10 +255,12 @@ def setup_flow_claim_submit(
     return run, db.dispose
 
 
-def setup_flow_readme(dsn: str, counter: list[int], cache: CacheMode) -> tuple[Runner, Closer]:
+def setup_flow_readme(
+    dsn: str, counter: list[int], cache: CacheMode, index: bool = False
+) -> tuple[Runner, Closer]:
     """The README's pattern: ``claim_task`` then ``submit_task_if_waiting`` inside one
     ``engine.begin()`` of the application's own, the connection carried in the context."""
-    ex, db = _executor(dsn, cache, counter)
+    ex, db = _executor(dsn, cache, counter, index)
 
     def run(instance_id: str) -> None:
         for actor, *_ in STEPS:
@@ -281,6 +291,12 @@ VARIANTS: dict[str, Variant] = {
     "flow_sqla submit_task_at": lambda d, c: setup_flow_submit_at(d, c, "operation"),
     "(b') SQLAlchemy exec_driver_sql + begin()": setup_sqlalchemy_text,
     "flow_sqla README pattern": lambda d, c: setup_flow_readme(d, c, "operation"),
+    "flow_sqla submit_task_at, index on": lambda d, c: setup_flow_submit_at(
+        d, c, "operation", index=True
+    ),
+    "flow_sqla README pattern, index on": lambda d, c: setup_flow_readme(
+        d, c, "operation", index=True
+    ),
     "flow_sqla claim, submit (two units)": lambda d, c: setup_flow_claim_submit(d, c, "operation"),
     "flow_sqla claim, submit (process cache)": lambda d, c: setup_flow_claim_submit(
         d, c, "process"
@@ -294,6 +310,8 @@ SHORT_NAMES = {
     "flow": "flow_sqla submit_task_at",
     "b'": "(b') SQLAlchemy exec_driver_sql + begin()",
     "readme": "flow_sqla README pattern",
+    "flow-index": "flow_sqla submit_task_at, index on",
+    "readme-index": "flow_sqla README pattern, index on",
     "claim": "flow_sqla claim, submit (two units)",
     "claim-process": "flow_sqla claim, submit (process cache)",
     "a": "(a) bare MySQLdb",
