@@ -523,7 +523,9 @@ def upgrade(engine: Engine, url: str, names: TableNames) -> None:
         migrations.upgrade(engine, **_names_kwargs(names))
     except (SQLAlchemyError, RepositoryError) as exc:
         driver_error = _driver_error(exc)
-        message = driver_message(driver_error) if driver_error is not None else str(exc)
+        if driver_error is None:  # the library's own refusal (e.g. tables it cannot adopt)
+            raise
+        message = driver_message(driver_error)
         if getattr(getattr(driver_error, "orig", None), "sqlstate", None) == "3F000":
             raise CliError(
                 f"cannot migrate {shown(url)}: {message} — the schema to create "
