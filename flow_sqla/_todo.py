@@ -94,12 +94,29 @@ class TodoTable:
             )
             .exists()
         )
-        stmt = sa.select(*_TASK_COLUMNS(t)).where(t.c.candidate.in_(wanted), ~duplicate)
-        if graph_id is not None:
-            stmt = stmt.where(t.c.graph_id == graph_id)
-        if after is not None:
-            stmt = stmt.where(t.c.id > after)
-        return stmt.order_by(t.c.id).limit(limit)
+
+        def page(candidates: Sequence[str]) -> sa.Select[Any]:
+            matching = (
+                t.c.candidate == candidates[0]
+                if len(candidates) == 1
+                else t.c.candidate.in_(candidates)
+            )
+            stmt = sa.select(*_TASK_COLUMNS(t)).where(matching, ~duplicate)
+            if graph_id is not None:
+                stmt = stmt.where(t.c.graph_id == graph_id)
+            if after is not None:
+                stmt = stmt.where(t.c.id > after)
+            return stmt.order_by(t.c.id).limit(limit)
+
+        if len(wanted) == 1:
+            return page(wanted)
+        # ``candidate IN (a, b) ORDER BY id`` makes MariaDB and PostgreSQL walk the primary key
+        # in id order (a full scan when the identities' tasks are rare): one page per identity,
+        # each an ordered range of the (candidate, id) index, merged by id.
+        merged = sa.union_all(
+            *(sa.select(page([one]).subquery(f"page{n}")) for n, one in enumerate(wanted))
+        ).subquery("pages")
+        return sa.select(merged).order_by(merged.c.id).limit(limit)
 
     def inbox(
         self,

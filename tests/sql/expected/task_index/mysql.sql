@@ -22,17 +22,26 @@ INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, cand
 -- inbox page: one identity, first page
 SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
 FROM bpm_flow_todo 
-WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT %s AS anon_1 
+WHERE bpm_flow_todo.candidate = %s AND NOT (EXISTS (SELECT %s AS anon_1 
 FROM bpm_flow_todo AS other 
 WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) ORDER BY bpm_flow_todo.id 
  LIMIT %s
 
 -- inbox page: two identities, one graph, after a cursor
-SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
+SELECT pages.id, pages.instant_id, pages.graph_id, pages.node_id, pages.node_name, pages.state, pages.candidate, pages.lineage, pages.create_time 
+FROM (SELECT page0.id AS id, page0.instant_id AS instant_id, page0.graph_id AS graph_id, page0.node_id AS node_id, page0.node_name AS node_name, page0.state AS state, page0.candidate AS candidate, page0.lineage AS lineage, page0.create_time AS create_time 
+FROM (SELECT bpm_flow_todo.id AS id, bpm_flow_todo.instant_id AS instant_id, bpm_flow_todo.graph_id AS graph_id, bpm_flow_todo.node_id AS node_id, bpm_flow_todo.node_name AS node_name, bpm_flow_todo.state AS state, bpm_flow_todo.candidate AS candidate, bpm_flow_todo.lineage AS lineage, bpm_flow_todo.create_time AS create_time 
 FROM bpm_flow_todo 
-WHERE bpm_flow_todo.candidate IN (__[POSTCOMPILE_candidate_1]) AND NOT (EXISTS (SELECT %s AS anon_1 
+WHERE bpm_flow_todo.candidate = %s AND NOT (EXISTS (SELECT %s AS anon_1 
 FROM bpm_flow_todo AS other 
 WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) AND bpm_flow_todo.graph_id = %s AND bpm_flow_todo.id > %s ORDER BY bpm_flow_todo.id 
+ LIMIT %s) AS page0 UNION ALL SELECT page1.id AS id, page1.instant_id AS instant_id, page1.graph_id AS graph_id, page1.node_id AS node_id, page1.node_name AS node_name, page1.state AS state, page1.candidate AS candidate, page1.lineage AS lineage, page1.create_time AS create_time 
+FROM (SELECT bpm_flow_todo.id AS id, bpm_flow_todo.instant_id AS instant_id, bpm_flow_todo.graph_id AS graph_id, bpm_flow_todo.node_id AS node_id, bpm_flow_todo.node_name AS node_name, bpm_flow_todo.state AS state, bpm_flow_todo.candidate AS candidate, bpm_flow_todo.lineage AS lineage, bpm_flow_todo.create_time AS create_time 
+FROM bpm_flow_todo 
+WHERE bpm_flow_todo.candidate = %s AND NOT (EXISTS (SELECT %s AS anon_1 
+FROM bpm_flow_todo AS other 
+WHERE other.instant_id = bpm_flow_todo.instant_id AND other.node_id = bpm_flow_todo.node_id AND other.candidate IN (__[POSTCOMPILE_candidate_2]) AND other.id < bpm_flow_todo.id)) AND bpm_flow_todo.graph_id = %s AND bpm_flow_todo.id > %s ORDER BY bpm_flow_todo.id 
+ LIMIT %s) AS page1) AS pages ORDER BY pages.id 
  LIMIT %s
 
 -- open tasks of one instance
