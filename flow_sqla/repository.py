@@ -432,10 +432,7 @@ class SqlStateRepository:
         try:
             row = result.first()
         except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
-            raise SnapshotError(
-                f"The stored row is not valid JSON: {type(exc).__name__}: {exc}",
-                instance_id=instance_id,
-            ) from exc
+            raise _not_json(instance_id, exc) from exc
         return None if row is None else row._mapping
 
     def _fetch_locked(
@@ -446,9 +443,7 @@ class SqlStateRepository:
         try:
             row = result.first()
         except (ValueError, RecursionError) as exc:  # a driver decoding JSON (psycopg)
-            raise SnapshotError(
-                f"The stored row is not valid JSON: {exc}", instance_id=instance_id
-            ) from exc
+            raise _not_json(instance_id, exc) from exc
         if row is None:
             return None
         states, variables, graph = row[:3]
@@ -837,10 +832,14 @@ def _json_value(instance_id: str, raw: Any) -> Any:
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
-        raise SnapshotError(
-            f"The stored row is not valid JSON: {type(exc).__name__}: {exc}",
-            instance_id=instance_id,
-        ) from exc
+        raise _not_json(instance_id, exc) from exc
+
+
+def _not_json(instance_id: str, exc: BaseException) -> SnapshotError:
+    """The error for a stored column that does not decode (raise it ``from exc``)."""
+    return SnapshotError(
+        f"The stored row is not valid JSON: {type(exc).__name__}: {exc}", instance_id=instance_id
+    )
 
 
 def _graph_text(raw: Any) -> tuple[str | None, str | None]:
