@@ -280,10 +280,30 @@ def setup_spiffworkflow(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
 
 
 def _count(engine: sa.Engine, counter: list[int]) -> None:
-    def before(*_: Any) -> None:
-        counter[0] += 1
+    """Nothing: statements are counted by the server (:class:`ServerCounters`). A
+    ``before_cursor_execute`` listener would cost every SQLAlchemy side a dispatch per
+    statement and keep flow_sqla off its driver-level path (see ``flow_sqla._prepared``)."""
 
-    sa.event.listen(engine, "before_cursor_execute", before)
+
+class ServerCounters:
+    """The server's own statement counters (``Com_select`` + ``Com_insert`` + ``Com_update``
+    + ``Com_delete`` + ...; COMMIT and ROLLBACK are not among them), read before and after a
+    slice on a connection of its own: the same count for every side, whatever its client."""
+
+    _NAMES = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_insert_select")
+
+    def __init__(self, dsn: str) -> None:
+        self._conn = _mysqldb_connect(dsn)
+        self._conn.autocommit(True)
+
+    def total(self) -> int:
+        cursor = self._conn.cursor()
+        names = ",".join(f"'{name}'" for name in self._NAMES)
+        cursor.execute(f"SHOW GLOBAL STATUS WHERE Variable_name IN ({names})")
+        return sum(int(value) for _, value in cursor.fetchall())
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 # FLOW and (b') first: run_cell keeps the first two back to back in every round.
@@ -416,6 +436,7 @@ class Workers:
         ]
         self.slices = 0
         self.server_pid = _server_pid()
+        self.counters = ServerCounters(dsn)
         for proc in self.procs:
             proc.start()
         self._collect()  # every worker set up and warm
@@ -425,13 +446,14 @@ class Workers:
         self.slices += 1
         tag = f"{uuid.uuid4().hex[:6]}-{self.slices}"
         server_cpu = _cpu_seconds(self.server_pid)
+        statements = self.counters.total()
         for number, jobs in enumerate(self.jobs):
             jobs.put((name, [f"{tag}-{number}-{n}" for n in range(per_worker)]))
         outcomes = self._collect()
         server_cpu = _cpu_seconds(self.server_pid) - server_cpu
+        statements = self.counters.total() - statements
         elapsed = max(o.end for o in outcomes) - min(o.start for o in outcomes)
         approvals = len(self.jobs) * per_worker * len(STEPS)
-        statements = sum(o.statements for o in outcomes)
         client_cpu = sum(o.cpu for o in outcomes)
         return _Slice(approvals, elapsed, statements, client_cpu, server_cpu)
 
@@ -444,6 +466,7 @@ class Workers:
         return outcomes
 
     def close(self) -> None:
+        self.counters.close()
         for jobs in self.jobs:
             jobs.put(None)
         for proc in self.procs:

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
@@ -63,6 +63,10 @@ _SQLITE_LOCK_MESSAGES = ("database is locked", "database table is locked")
 #: always sets CLIENT_FOUND_ROWS) give 1 insert / 2 changed update / 1 unchanged update,
 #: PostgreSQL and SQLite 1 in every case, so only "rowcount >= 1" is portable.
 WRITE_OPTIONS: Mapping[str, Any] = {"preserve_rowcount": True}
+
+#: How a dialect folds the task index's writes into the instance row's UPDATE (see
+#: ``TodoTable.merged``): data-modifying CTEs, or a multi-table UPDATE.
+IndexMerge = Literal["cte", "join_update"]
 
 
 def json_dumps(value: Any) -> str:
@@ -306,6 +310,14 @@ class DialectOps:
         self.json_as_text: bool = self.name != "postgresql"
         if index:  # the task index's columns come with the row lock (no extra statement)
             self._lock_columns += [table.c[name] for name in INDEX_COLUMNS]
+        # How the task index's writes fold into the instance row's UPDATE (one round trip
+        # instead of up to four): see TodoTable.merged. SQLite has no round trips to save.
+        self.index_merge: IndexMerge | None = {
+            "mysql": "join_update",
+            "mariadb": "join_update",
+            "postgresql": "cte",
+            "sqlite": None,
+        }[self.name]
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,
@@ -501,6 +513,7 @@ __all__ = [
     "DialectOps",
     "EncodedJSON",
     "ExactString",
+    "IndexMerge",
     "ModifyIdColumns",
     "exact_collation",
     "is_conflict",

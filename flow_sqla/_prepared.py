@@ -1,14 +1,22 @@
 """Core statements compiled once per dialect and executed on the driver-level path.
 
 Every ``conn.execute(stmt, params)`` of a Core construct computes the statement's cache key,
-looks the compiled form up, builds the parameters and processes the result — about a third of
-the client CPU of an approval. The repository's hot statements never change after they are
-built, so :class:`PreparedStatement` compiles each once for the engine's dialect and runs it
-with ``Connection.exec_driver_sql``: the SQL text, the dialect's parameter style and the
-columns' bind processors (JSON encoding, SQLite's date strings) are the compiler's own, so the
-``Table`` objects and constructs stay the single source of the SQL, and the compiled-SQL
-snapshot tests keep guarding it. Events (``before_cursor_execute``), transactions and error
-wrapping are the connection's, as for any statement.
+looks the compiled form up, builds an execution context and processes the result — and even
+``exec_driver_sql`` builds the context. Together that is most of the client CPU an approval
+spends outside the driver. The repository's hot statements never change after they are built,
+so :class:`PreparedStatement` compiles each once for the engine's dialect: the SQL text, the
+dialect's parameter style and the columns' bind processors (JSON encoding, SQLite's date
+strings) are the compiler's own, so the ``Table`` objects and constructs stay the single source
+of the SQL, and the compiled-SQL snapshot tests keep guarding it.
+
+The text then runs on the connection's DBAPI cursor through the dialect's own ``do_execute`` /
+``do_executemany``, inside the transaction the ``Connection`` began; a driver error goes through
+the ``Connection``'s own error handling (wrapping as ``DBAPIError``, invalidation on a lost
+connection, ``handle_error`` events), so callers see exactly what ``Connection.execute`` raises.
+Whenever the ``Connection`` itself must see the statement — cursor or dialect event listeners
+(statement counters, tracing), ``echo`` logging, or no transaction begun yet (its autobegin must
+start one, or a later ``commit()`` would not know there is anything to commit) — the statement
+goes through ``Connection.exec_driver_sql`` instead: same text, same parameters.
 
 Rows come back as the driver returns them: no result processing (see
 ``DialectOps.decode_json`` for the JSON columns).
@@ -16,13 +24,43 @@ Rows come back as the driver returns them: no result processing (see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy.engine import Connection, CursorResult, Dialect
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
+
+# ``Connection._handle_dbapi_exception`` is how every SQLAlchemy 2.x statement reports a driver
+# error; without it (a future SQLAlchemy) the driver-level path is simply not taken.
+_HANDLES_DRIVER_ERRORS = callable(getattr(Connection, "_handle_dbapi_exception", None))
+
+
+class DriverResult:
+    """What a statement run on the cursor left: its rows (a buffered copy), ``rowcount`` and
+    ``lastrowid`` — the parts of a ``CursorResult`` the repository reads."""
+
+    __slots__ = ("lastrowid", "rowcount", "rows")
+
+    def __init__(self, rows: Sequence[Any], rowcount: int, lastrowid: Any) -> None:
+        self.rows = rows
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    def first(self) -> Any:
+        return self.rows[0] if self.rows else None
+
+
+def driver_path_open(conn: Connection) -> bool:
+    """Whether a prepared statement may run on ``conn``'s cursor without the ``Connection``
+    seeing it: a transaction is in progress, and nothing listens to or logs its statements."""
+    return (
+        _HANDLES_DRIVER_ERRORS
+        and not (conn._has_events or conn.engine._has_events or conn.dialect._has_events)
+        and not conn._echo
+        and conn.in_transaction()
+    )
 
 
 class PreparedStatement:
@@ -34,7 +72,7 @@ class PreparedStatement:
     it is built, not at run time.
     """
 
-    __slots__ = ("_names", "_positional", "_processors", "sql")
+    __slots__ = ("_dialect", "_names", "_positional", "_processors", "sql")
 
     def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
         compiled = stmt.compile(dialect=dialect)
@@ -45,6 +83,7 @@ class PreparedStatement:
         if compiled.escaped_bind_names:
             raise ValueError("bind names must not need escaping")
         self.sql: str = compiled.string
+        self._dialect = dialect
         self._positional: bool = bool(compiled.positional)
         self._names: tuple[str, ...] = tuple(compiled.positiontup or ())
         self._processors: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
@@ -53,13 +92,10 @@ class PreparedStatement:
             if callable(processor)
         )
 
-    def execute(
-        self,
-        conn: Connection,
-        params: Mapping[str, Any],
-        execution_options: Mapping[str, Any] | None = None,
-    ) -> CursorResult[Any]:
-        """Run on ``conn`` with ``params`` (every bind name → its value)."""
+    def bind(self, params: Mapping[str, Any]) -> Any:
+        """The driver's parameters for ``params`` (every bind name → its value): processed by
+        the columns' bind processors, as a tuple in the compiler's order for positional
+        parameter styles, else a dict."""
         values = dict(params)
         try:
             for name, processor in self._processors:
@@ -68,8 +104,48 @@ class PreparedStatement:
             raise StatementError(
                 f"(in bind processor) {exc}", self.sql, None, exc, ismulti=False
             ) from exc
-        bound: Any = tuple(values[name] for name in self._names) if self._positional else values
+        return tuple(values[name] for name in self._names) if self._positional else values
+
+    def execute(
+        self,
+        conn: Connection,
+        params: Mapping[str, Any],
+        execution_options: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Run on ``conn`` with ``params``; a :class:`DriverResult` or a ``CursorResult``."""
+        bound = self.bind(params)
+        if driver_path_open(conn):
+            return self._on_cursor(conn, bound, many=False)
         return conn.exec_driver_sql(self.sql, bound, execution_options)
+
+    def execute_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Run once per row of ``rows`` as one ``executemany`` (MySQLdb and PyMySQL send an
+        INSERT's rows as one multi-row statement)."""
+        bound = [self.bind(row) for row in rows]
+        if driver_path_open(conn):
+            self._on_cursor(conn, bound, many=True)
+        else:
+            conn.exec_driver_sql(self.sql, bound)
+
+    def _on_cursor(self, conn: Connection, bound: Any, *, many: bool) -> DriverResult:
+        dialect = self._dialect
+        cursor = conn.connection.cursor()
+        try:
+            if many:
+                dialect.do_executemany(cursor, self.sql, bound, None)
+            else:
+                dialect.do_execute(cursor, self.sql, bound, None)
+        except BaseException as exc:
+            # Wraps, invalidates a lost connection and closes the cursor, as for any statement.
+            conn._handle_dbapi_exception(exc, self.sql, bound, cursor, None)
+        try:
+            # Buffered drivers hold the rows already; a decoding error (psycopg parsing a JSON
+            # column) surfaces here as it would from ``CursorResult.first()``.
+            rows = cursor.fetchall() if cursor.description is not None else ()
+            # PEP 249 makes ``lastrowid`` optional (psycopg has none); only MySQL's is read.
+            return DriverResult(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
+        finally:
+            cursor.close()
 
 
 class PreparedStatements:
@@ -82,20 +158,24 @@ class PreparedStatements:
     def __init__(self) -> None:
         self._found: dict[tuple[int, int], tuple[ClauseElement, PreparedStatement]] = {}
 
+    def get(self, conn: Connection, stmt: ClauseElement) -> PreparedStatement:
+        """``stmt`` prepared for ``conn``'s dialect; ``stmt`` must live as long as this."""
+        dialect = conn.dialect
+        key = (id(stmt), id(dialect))
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = (stmt, PreparedStatement(stmt, dialect))
+        return found[1]
+
     def execute(
         self,
         conn: Connection,
         stmt: ClauseElement,
         params: Mapping[str, Any],
         execution_options: Mapping[str, Any] | None = None,
-    ) -> CursorResult[Any]:
-        """Run ``stmt`` on ``conn`` with ``params``; ``stmt`` must live as long as this."""
-        dialect = conn.dialect
-        key = (id(stmt), id(dialect))
-        found = self._found.get(key)
-        if found is None:
-            found = self._found[key] = (stmt, PreparedStatement(stmt, dialect))
-        return found[1].execute(conn, params, execution_options)
+    ) -> Any:
+        """Run ``stmt`` on ``conn`` with ``params``."""
+        return self.get(conn, stmt).execute(conn, params, execution_options)
 
 
-__all__ = ["PreparedStatement", "PreparedStatements"]
+__all__ = ["DriverResult", "PreparedStatement", "PreparedStatements", "driver_path_open"]

@@ -3,14 +3,16 @@
 One row per (open task, candidate). An operation writes only what changed between the
 aggregate it read (with the row lock) and the one it stores: rows of closed tasks are deleted,
 rows of opened tasks inserted, a task that only became WAITING gets its ``state`` updated —
-each at most one statement (executemany), every row addressed by its full unique key
-``(instant_id, node_id, candidate)``, so InnoDB takes record locks only, never the gap locks a
-range on ``instant_id`` would take (which would let two instances deadlock at REPEATABLE READ).
+each at most one statement (executemany, compiled once per dialect: :mod:`flow_sqla._prepared`),
+every row addressed by its full unique key ``(instant_id, node_id, candidate)``, so InnoDB takes
+record locks only, never the gap locks a range on ``instant_id`` would take (which would let
+two instances deadlock at REPEATABLE READ).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,11 +26,68 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.states import TaskState
+from flow_sqla._dialect import IndexMerge
+from flow_sqla._prepared import PreparedStatements
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
 _NAME_LENGTH = 64
 
+_Shape = tuple[int, int, int]
+
 _KEY = ("instant_id", "node_id", "candidate")
+_ROW_COLUMNS = (
+    "instant_id",
+    "graph_id",
+    "node_id",
+    "node_name",
+    "state",
+    "candidate",
+    "lineage",
+    "create_time",
+)
+
+
+@dataclass
+class TodoChanges:
+    """What an operation changes in the todo table: rows to delete and to re-state (by full
+    unique key, ``k_`` parameters) and rows to insert (column parameters)."""
+
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+    updated: list[dict[str, Any]] = field(default_factory=list)
+    inserted: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.deleted or self.updated or self.inserted)
+
+    def shape(self, how: IndexMerge) -> _Shape | None:
+        """Row counts ``(deleted, updated, inserted)`` when ``how`` can carry the changes."""
+        if not self or len({row["k_state"] for row in self.updated}) > 1:
+            return None
+        if how == "join_update" and (self.deleted or self.inserted):
+            return None
+        if how == "cte":
+            gone = {(row["k_node_id"], row["k_candidate"]) for row in self.deleted}
+            if any((row["node_id"], row["candidate"]) in gone for row in self.inserted):
+                return None
+        return (len(self.deleted), len(self.updated), len(self.inserted))
+
+    def params(self) -> dict[str, Any]:
+        """The numbered parameters of the merged statement (see :meth:`TodoTable.merged`)."""
+        params: dict[str, Any] = {}
+        for prefix, rows in (("d", self.deleted), ("u", self.updated)):
+            for n, row in enumerate(rows):
+                params[f"{prefix}{n}_node_id"] = row["k_node_id"]
+                params[f"{prefix}{n}_candidate"] = row["k_candidate"]
+        if self.updated:
+            params["u_state"] = self.updated[0]["k_state"]
+        for n, row in enumerate(self.inserted):
+            for name, value in row.items():
+                params[f"i{n}_{name}"] = value
+        return params
+
+    def joined_rowcount(self) -> int:
+        """Rows a ``join_update`` matches when the instance row and every todo row exist."""
+        return 1 + len(self.updated)
 
 
 class TodoTable:
@@ -38,41 +97,113 @@ class TodoTable:
     def __init__(self, tables: FlowTables) -> None:
         todo = self._todo = tables.todo
         self._repo = tables.repository
-        key = [todo.c[name] == sa.bindparam(f"k_{name}") for name in _KEY]
+        key = [todo.c[name] == sa.bindparam(f"k_{name}", type_=todo.c[name].type) for name in _KEY]
         self._delete = sa.delete(todo).where(*key)
-        self._update = sa.update(todo).where(*key).values(state=sa.bindparam("k_state"))
-        self._insert = todo.insert().inline()
+        self._update = (
+            sa.update(todo)
+            .where(*key)
+            .values(state=sa.bindparam("k_state", type_=todo.c.state.type))
+        )
+        self._insert = (
+            todo.insert()
+            .inline()
+            .values({name: sa.bindparam(name, type_=todo.c[name].type) for name in _ROW_COLUMNS})
+        )
+        self._prepared = PreparedStatements()
+        self._merged: dict[tuple[int, str, _Shape], tuple[sa.Update, sa.Update]] = {}
 
     # -- writing -------------------------------------------------------------------------
-    def write(
-        self,
-        conn: Connection,
-        instance_id: str,
-        before: InstanceIndex | None,
-        after: InstanceIndex,
-    ) -> None:
-        """Bring the instance's rows from ``before`` to ``after`` (at most three statements)."""
+    def changes(
+        self, instance_id: str, before: InstanceIndex | None, after: InstanceIndex
+    ) -> TodoChanges:
+        """The rows to delete, re-state and insert to bring the instance from ``before`` to
+        ``after``."""
         old = {} if before is None else {t.node_id: t for t in before.tasks}
         new = {t.node_id: t for t in after.tasks}
-        deleted: list[dict[str, Any]] = []
-        updated: list[dict[str, Any]] = []
-        inserted: list[dict[str, Any]] = []
+        changes = TodoChanges()
         for node_id, task in old.items():
             kept = new.get(node_id)
             if kept is None or not _same_rows(task, kept):
-                deleted.extend(_keys(instance_id, task))
+                changes.deleted.extend(_keys(instance_id, task))
             elif kept.state != task.state:
-                updated.extend({**k, "k_state": int(kept.state)} for k in _keys(instance_id, task))
+                changes.updated.extend(
+                    {**k, "k_state": int(kept.state)} for k in _keys(instance_id, task)
+                )
         for node_id, task in new.items():
             kept = old.get(node_id)
             if kept is None or not _same_rows(kept, task):
-                inserted.extend(_rows(instance_id, after.graph_id, task))
+                changes.inserted.extend(_rows(instance_id, after.graph_id, task))
+        return changes
+
+    def write(self, conn: Connection, changes: TodoChanges) -> None:
+        """Apply ``changes`` with at most three statements (one executemany each)."""
+        prepared = self._prepared
+        if changes.deleted:
+            prepared.get(conn, self._delete).execute_many(conn, changes.deleted)
+        if changes.updated:
+            prepared.get(conn, self._update).execute_many(conn, changes.updated)
+        if changes.inserted:
+            prepared.get(conn, self._insert).execute_many(conn, changes.inserted)
+
+    def merged(
+        self, row_update: sa.Update, changes: TodoChanges, how: IndexMerge
+    ) -> sa.Update | None:
+        """``row_update`` (the instance row's UPDATE, its key bound as ``row_key``) carrying
+        ``changes`` too, as one statement — or ``None`` when ``how`` cannot carry them.
+
+        ``"cte"`` (PostgreSQL): the todo DELETE, UPDATE and INSERT ride along as data-modifying
+        CTEs; all run, whatever the main UPDATE matches. Not when a key is both deleted and
+        inserted (the CTEs share one snapshot, so the insert would meet the old row).
+        ``"join_update"`` (MySQL/MariaDB): a multi-table UPDATE of the row and the re-stated
+        todo rows (a claim); nothing is deleted or inserted. It changes anything only when
+        every named row exists: the caller compares the matched count with
+        :meth:`TodoChanges.joined_rowcount`. Built once per shape, with numbered parameters
+        (:meth:`TodoChanges.params`).
+        """
+        shape = changes.shape(how)
+        if shape is None:
+            return None
+        key = (id(row_update), how, shape)
+        found = self._merged.get(key)
+        if found is None:
+            found = self._merged[key] = (row_update, self._merge(row_update, how, shape))
+        return found[1]
+
+    def _merge(self, row_update: sa.Update, how: IndexMerge, shape: _Shape) -> sa.Update:
+        todo, repo = self._todo, self._repo
+        deleted, updated, inserted = shape
+        row_key = todo.c.instant_id == sa.bindparam("row_key", type_=todo.c.instant_id.type)
+
+        def keys(prefix: str, count: int) -> sa.ColumnElement[bool]:
+            return sa.or_(
+                *(
+                    sa.and_(
+                        todo.c.node_id
+                        == sa.bindparam(f"{prefix}{n}_node_id", type_=todo.c.node_id.type),
+                        todo.c.candidate
+                        == sa.bindparam(f"{prefix}{n}_candidate", type_=todo.c.candidate.type),
+                    )
+                    for n in range(count)
+                )
+            )
+
+        state = sa.bindparam("u_state", type_=todo.c.state.type)
+        if how == "join_update":
+            joined = todo.c.instant_id == repo.c.instant_id
+            return row_update.where(joined, keys("u", updated)).values({todo.c.state: state})
+        ctes = []
         if deleted:
-            conn.execute(self._delete, deleted)
+            ctes.append(sa.delete(todo).where(row_key, keys("d", deleted)).cte("todo_closed"))
         if updated:
-            conn.execute(self._update, updated)
+            stmt = sa.update(todo).where(row_key, keys("u", updated)).values(state=state)
+            ctes.append(stmt.cte("todo_restated"))
         if inserted:
-            conn.execute(self._insert, inserted)
+            rows = [
+                {c: sa.bindparam(f"i{n}_{c}", type_=todo.c[c].type) for c in _ROW_COLUMNS}
+                for n in range(inserted)
+            ]
+            ctes.append(todo.insert().values(rows).cte("todo_opened"))
+        return row_update.add_cte(*ctes)
 
     # -- queries -------------------------------------------------------------------------
     def inbox_statement(
@@ -268,4 +399,4 @@ def _open_task(row: RowMapping, candidates: tuple[str, ...]) -> OpenTask:
     )
 
 
-__all__ = ["TodoTable"]
+__all__ = ["TodoChanges", "TodoTable"]

@@ -48,7 +48,7 @@ from flow_sqla._rows import (
     task_doc,
     utc_now,
 )
-from flow_sqla._todo import TodoTable
+from flow_sqla._todo import TodoChanges, TodoTable
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError, StaleCacheError
@@ -439,9 +439,8 @@ class SqlStateRepository:
         self, conn: Connection, stmt: Executable, instance_id: str, params: Mapping[str, Any]
     ) -> StoredRow | None:
         """The locking read's row through the prepared path, its JSON columns decoded here."""
-        result = self._execute(conn, stmt, params)
         try:
-            row = result.first()
+            row = self._execute(conn, stmt, params).first()
         except (ValueError, RecursionError) as exc:  # a driver decoding JSON (psycopg)
             raise _not_json(instance_id, exc) from exc
         if row is None:
@@ -519,13 +518,16 @@ class SqlStateRepository:
             row["finish_time"] = new_index.finished_at
             row["open_tasks"] = [task_doc(t) for t in new_index.tasks]
         with_graph = "graph" in row
-        if not self._update(op, row, with_graph, with_index):
-            row["instant_id"] = op.instance_id
-            row["creator"] = row["updater"]
-            row["create_time"] = row["update_time"]
-            self._execute(op.conn, self._upsert_statement(with_graph, with_index), row)
+        todo = None
         if with_index and new_index is not None:
-            self._todo.write(op.conn, op.instance_id, base.aggregate, new_index)
+            todo = self._todo.changes(op.instance_id, base.aggregate, new_index)
+        if todo and self._merged_update(op, row, with_graph, todo):
+            pass
+        else:
+            if not self._update(op, row, with_graph, with_index):
+                self._upsert(op, row, with_graph, with_index)
+            if todo:
+                self._todo.write(op.conn, todo)
         op.final = StoredRow(
             states=states,
             vars=new_vars,
@@ -562,6 +564,37 @@ class SqlStateRepository:
         op.conn.execute(sa.delete(table).where(table.c.instant_id == op.instance_id))
         op.final = None
         self._known.pop(op.instance_id)
+
+    def _merged_update(
+        self, op: _Operation, row: dict[str, Any], with_graph: bool, todo: TodoChanges
+    ) -> bool:
+        """The row's UPDATE and the todo changes as one statement, where the dialect can
+        (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
+        did not find every row — it then changed nothing or only rows that the separate
+        statements, which the caller runs next, set to the same values again."""
+        how = self._dialect.index_merge
+        if how is None:
+            return False
+        update = self._update_statement(with_graph, True)
+        assert isinstance(update, sa.Update)
+        stmt = self._todo.merged(update, todo, how)
+        if stmt is None:
+            return False
+        params = {**row, _ROW_KEY: op.instance_id, **todo.params()}
+        matched = self._execute(op.conn, stmt, params).rowcount
+        if how == "join_update":
+            return bool(matched == todo.joined_rowcount())
+        if not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
+            self._upsert(op, row, with_graph, True)
+        return True
+
+    def _upsert(
+        self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool
+    ) -> None:
+        row["instant_id"] = op.instance_id
+        row["creator"] = row["updater"]
+        row["create_time"] = row["update_time"]
+        self._execute(op.conn, self._upsert_statement(with_graph, with_index), row)
 
     def _update(
         self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool = False

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, counting, ctx, executor, migrate
+from _support import approve, count_rows, counting, ctx, executor, migrate, raw_row
 
 from flow import FlowContext
 from flow.workflow import (
@@ -109,6 +109,10 @@ def test_forward_closing_one_task_and_opening_one_takes_at_most_five_statements(
     with counting(db) as counter:
         assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
     assert counter.count <= 5, counter.statements
+    # PostgreSQL folds the todo DELETE and INSERT into the row's UPDATE (data-modifying CTEs):
+    # locking read, UPDATE, history INSERT.
+    if db.dialect.name == "postgresql":
+        assert counter.count == 3, counter.statements
     assert [t.node_id for t in ex.open_tasks("b-1")] == ["manager"]
 
 
@@ -127,7 +131,57 @@ def test_claim_that_marks_waiting_takes_at_most_three_statements(db: sa.Engine) 
     with counting(db) as counter:
         assert ex.claim_task("oa", ctx("b-3", "manager")) is not None
     assert counter.count <= 3, counter.statements
+    # MySQL/MariaDB (multi-table UPDATE) and PostgreSQL (CTE) re-state the todo rows in the
+    # row's own UPDATE: locking read + one UPDATE.
+    if db.dialect.name != "sqlite":
+        assert counter.count == 2, counter.statements
     assert [t.state for t in ex.open_tasks("b-3")] == [TaskState.WAITING]
+    assert _todo_states(db, "b-3") == {int(TaskState.WAITING)}
+
+
+def _todo_states(db: sa.Engine, instance_id: str) -> set[int]:
+    with db.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT state FROM bpm_flow_todo WHERE instant_id = :i"), {"i": instance_id}
+        )
+        return {int(state) for (state,) in rows}
+
+
+def test_a_claim_whose_todo_rows_were_deleted_by_hand_still_marks_the_row_waiting(
+    db: sa.Engine,
+) -> None:
+    """MySQL's multi-table UPDATE changes nothing when a todo row is missing; the repository
+    notices (matched rows) and writes with separate statements: the state is never lost."""
+    ex = executor(db, index=True)
+    approve(ex, "b-gone", "employee", amount=1)
+    with db.begin() as conn:
+        conn.execute(sa.text("DELETE FROM bpm_flow_todo WHERE instant_id = 'b-gone'"))
+    task = ex.claim_task("oa", ctx("b-gone", "manager"))
+    assert task is not None and task.state == TaskState.WAITING
+    assert raw_row(db, "b-gone")["states"]["oa:manager"] == int(TaskState.WAITING)  # type: ignore[index]
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx("b-gone", "manager"))
+    assert ex.status("b-gone") == InstanceStatus.COMPLETED
+
+
+def test_back_and_forward_again_keep_one_todo_row_per_open_task_and_candidate(
+    db: sa.Engine,
+) -> None:
+    """BACK closes one task and re-opens an earlier one in one write (one statement on
+    PostgreSQL); forward again: the todo table holds exactly the open task's rows."""
+    ex = executor(db, index=True)
+    approve(ex, "b-again", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("b-again", "manager"))
+    assert task is not None
+    assert ex.submit_task_if_waiting(task, TaskAction.BACK, ctx("b-again", "manager"))
+    again = ex.claim_task("oa", ctx("b-again", "employee"))
+    assert again is not None and again.node_id == "apply"
+    assert ex.submit_task_if_waiting(again, TaskAction.FORWARD, ctx("b-again", "employee"))
+    assert [t.node_id for t in ex.open_tasks("b-again")] == ["manager"]
+    with db.connect() as conn:
+        count = conn.execute(
+            sa.text("SELECT COUNT(*) FROM bpm_flow_todo WHERE instant_id = 'b-again'")
+        ).scalar()
+    assert count == len(ex.open_tasks("b-again")[0].candidates)
 
 
 def test_inbox_and_instances_pages_take_one_statement_each(db: sa.Engine) -> None:

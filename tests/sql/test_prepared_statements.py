@@ -1,9 +1,9 @@
 """The driver-level path runs exactly the SQL the Core constructs compile to.
 
 ``flow_sqla._prepared`` compiles the repository's and the recorder's fixed statements once per
-dialect and executes the text with ``exec_driver_sql``; the compiled-SQL snapshots guard the
+dialect and executes the text on the driver-level path; the compiled-SQL snapshots guard the
 constructs, these tests guard that the prepared text, parameter order and bind processing are
-the compiler's own.
+the compiler's own (tests/live/test_driver_path.py runs them on real servers).
 """
 
 from __future__ import annotations
@@ -34,17 +34,6 @@ def _update(tables: FlowTables) -> sa.Update:
     )
 
 
-class _Recorder:
-    """Stands in for a connection: records what ``exec_driver_sql`` receives."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
-        self.calls: list[tuple[str, Any]] = []
-
-    def exec_driver_sql(self, sql: str, params: Any, options: Any = None) -> None:
-        self.calls.append((sql, params))
-
-
 @pytest.mark.parametrize("key", DIALECTS)
 def test_prepared_text_is_the_compiled_text(
     key: str, dialect_for: Callable[[str], Dialect]
@@ -63,9 +52,7 @@ def test_parameters_are_processed_and_ordered_as_the_compiler_says(
     compiled = stmt.compile(dialect=dialect)
     when = datetime(2026, 12, 2, 8, 30)
     values = {"states": {"oa:apply": 1002}, "update_time": when, "row_key": "inv-1"}
-    conn = _Recorder(dialect)
-    PreparedStatement(stmt, dialect).execute(conn, values)  # type: ignore[arg-type]
-    [(_, params)] = conn.calls
+    params = PreparedStatement(stmt, dialect).bind(values)
     expected = compiled.construct_params(values)
     processors = compiled._bind_processors
     processed = {
@@ -115,4 +102,4 @@ def test_a_failing_bind_processor_raises_what_connection_execute_raises(
     stmt = t.update().values(updater=sa.bindparam("who", type_=_Refusing()))
     dialect = dialect_for("sqlite")
     with pytest.raises(sa.exc.StatementError, match="cannot store 'x'"):
-        PreparedStatement(stmt, dialect).execute(_Recorder(dialect), {"who": "x"})  # type: ignore[arg-type]
+        PreparedStatement(stmt, dialect).bind({"who": "x"})

@@ -1,0 +1,148 @@
+"""The driver-level path (``flow_sqla._prepared``) on real servers.
+
+The repository's hot statements run on the DBAPI cursor inside the ``Connection``'s
+transaction, unless the ``Connection`` must see them. What a user relies on: the writes belong
+to their transaction (commit keeps them, rollback drops them, also when the ``Connection`` had
+not begun one yet), instrumentation still sees every statement, and driver errors arrive as the
+same SQLAlchemy exceptions ``Connection.execute`` raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, count_rows, ctx, executor, migrate, raw_row
+
+from flow.workflow import TaskAction
+from flow_sqla._prepared import PreparedStatement, driver_path_open
+from flow_sqla.tables import FlowTables
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def test_the_driver_path_is_open_only_inside_a_transaction_nobody_listens_to(
+    db: sa.Engine,
+) -> None:
+    with db.connect() as conn:
+        assert not driver_path_open(conn)  # nothing begun: autobegin must start it
+        with conn.begin():
+            assert driver_path_open(conn)
+    listened = sa.create_engine(db.url)
+    sa.event.listen(listened, "before_cursor_execute", lambda *_: None)
+    with listened.begin() as conn:
+        assert not driver_path_open(conn)
+    listened.dispose()
+    echoing = sa.create_engine(db.url, echo=True)
+    with echoing.begin() as conn:
+        assert not driver_path_open(conn)
+    echoing.dispose()
+
+
+def test_statements_of_an_approval_reach_cursor_listeners(db: sa.Engine) -> None:
+    """Tracing and statement counters keep seeing every statement (the ``Connection`` path)."""
+    seen: list[str] = []
+    listened = sa.create_engine(db.url)
+    sa.event.listen(listened, "before_cursor_execute", lambda _c, _cur, sql, *_: seen.append(sql))
+    ex = executor(listened)
+    approve(ex, "dp-listen", "employee", amount=10)
+    listened.dispose()
+    assert any("bpm_flow_repository" in sql and "UPDATE" in sql.upper() for sql in seen) or any(
+        "bpm_flow_repository" in sql and "INSERT" in sql.upper() for sql in seen
+    )
+    assert any("bpm_flow_task" in sql for sql in seen)
+
+
+def test_echo_logs_the_statements(db: sa.Engine, caplog: pytest.LogCaptureFixture) -> None:
+    echoing = sa.create_engine(db.url, echo=True)
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"):
+        approve(executor(echoing), "dp-echo", "employee", amount=10)
+    echoing.dispose()
+    assert "bpm_flow_task" in caplog.text
+
+
+def test_writes_join_a_connection_that_has_not_begun_and_commit_with_it(db: sa.Engine) -> None:
+    ex = executor(db)
+    with db.connect() as conn:  # no begin(): the first statement autobegins
+        c = ctx("dp-autobegin", "employee", conn, amount=10)
+        task = ex.claim_task("oa", c)
+        assert task is not None
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        conn.commit()
+    assert raw_row(db, "dp-autobegin") is not None
+    assert count_rows(db, "bpm_flow_task", "dp-autobegin") == 1
+
+
+def test_writes_on_the_driver_path_roll_back_with_the_caller(db: sa.Engine) -> None:
+    ex = executor(db)
+    with db.connect() as conn:
+        tx = conn.begin()
+        c = ctx("dp-rollback", "employee", conn, amount=10)
+        task = ex.claim_task("oa", c)
+        assert driver_path_open(conn)
+        assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        tx.rollback()
+    assert raw_row(db, "dp-rollback") is None
+    assert count_rows(db, "bpm_flow_task", "dp-rollback") == 0
+
+
+_NOW = datetime(2026, 12, 2, 9, 0)
+
+
+def _insert(tables: FlowTables) -> sa.Insert:
+    t = tables.repository
+    values: dict[str, Any] = {
+        name: sa.bindparam(name, type_=t.c[name].type)
+        for name in ("instant_id", "states", "creator", "create_time")
+    }
+    return t.insert().inline().values(values)
+
+
+def test_a_driver_error_is_the_exception_connection_execute_raises(db: sa.Engine) -> None:
+    stmt = _insert(FlowTables())
+    row = {"instant_id": "dp-dup", "states": {}, "creator": "x", "create_time": _NOW}
+    with db.begin() as conn:
+        conn.execute(stmt, row)
+    prepared = PreparedStatement(stmt, db.dialect)
+    with db.connect() as conn, conn.begin():
+        assert driver_path_open(conn)
+        with pytest.raises(sa.exc.IntegrityError) as on_driver_path:
+            prepared.execute(conn, row)
+    with (
+        db.connect() as conn,
+        conn.begin(),
+        pytest.raises(sa.exc.IntegrityError) as on_connection,
+    ):
+        conn.execute(stmt, row)
+    assert type(on_driver_path.value.orig) is type(on_connection.value.orig)
+    assert on_driver_path.value.statement == prepared.sql
+
+
+def test_a_lost_connection_on_the_driver_path_is_invalidated(db: sa.Engine) -> None:
+    """As with ``Connection.execute``: the error says the connection is invalidated and the
+    pool does not hand that connection out again."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite has no server connection to lose")
+    prepared = PreparedStatement(_insert(FlowTables()), db.dialect)
+    with db.connect() as conn:
+        conn.begin()
+        killer = db.connect()
+        if db.dialect.name == "postgresql":
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            killer.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid or 0)})")
+        else:
+            cid = conn.exec_driver_sql("SELECT CONNECTION_ID()").scalar()
+            killer.exec_driver_sql(f"KILL {int(cid or 0)}")
+        killer.close()
+        with pytest.raises(sa.exc.DBAPIError) as caught:
+            prepared.execute(
+                conn, {"instant_id": "dp-lost", "states": {}, "creator": "x", "create_time": _NOW}
+            )
+        assert caught.value.connection_invalidated
+        assert conn.invalidated
