@@ -318,6 +318,13 @@ class DialectOps:
             "postgresql": "cte",
             "sqlite": None,
         }[self.name]
+        # MySQL/MariaDB cost a single-table DELETE/UPDATE with the range optimizer: on a
+        # churning todo table (delete-marked entries, young statistics) it may prefer the
+        # (candidate, id) index to the unique key and lock every row of the candidate —
+        # deadlocks between unrelated instances. Joined with the instance row, the same
+        # statement goes through the join optimizer, which reads a table whose unique key is
+        # bound to constants as a const table, always through that key (TodoTable).
+        self.keys_through_join: bool = self._mysql_family
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,

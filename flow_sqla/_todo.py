@@ -94,10 +94,20 @@ class TodoTable:
     """Statements on ``tables.todo`` (and the index columns of ``tables.repository``), built
     once with bound parameters."""
 
-    def __init__(self, tables: FlowTables) -> None:
+    def __init__(self, tables: FlowTables, *, keys_through_join: bool = False) -> None:
+        """``keys_through_join`` (MySQL/MariaDB, see ``DialectOps.keys_through_join``): the
+        DELETE and UPDATE by key join the instance row, so that the server's join optimizer
+        reads the todo row as a *const* table through the unique key whatever its statistics
+        say (a single-table DELETE is costed, and on a churning table may walk the
+        ``(candidate, id)`` index instead, locking every row of that candidate)."""
         todo = self._todo = tables.todo
-        self._repo = tables.repository
+        repo = self._repo = tables.repository
         key = [todo.c[name] == sa.bindparam(f"k_{name}", type_=todo.c[name].type) for name in _KEY]
+        if keys_through_join:
+            key += [
+                repo.c.instant_id == sa.bindparam("k_instant_id", type_=todo.c.instant_id.type),
+                todo.c.instant_id == repo.c.instant_id,
+            ]
         self._delete = sa.delete(todo).where(*key)
         self._update = (
             sa.update(todo)
@@ -190,7 +200,9 @@ class TodoTable:
         state = sa.bindparam("u_state", type_=todo.c.state.type)
         if how == "join_update":
             joined = todo.c.instant_id == repo.c.instant_id
-            return row_update.where(joined, keys("u", updated)).values({todo.c.state: state})
+            return row_update.where(row_key, joined, keys("u", updated)).values(
+                {todo.c.state: state}
+            )
         ctes = []
         if deleted:
             ctes.append(sa.delete(todo).where(row_key, keys("d", deleted)).cte("todo_closed"))

@@ -345,3 +345,32 @@ def controller_oa() -> Any:
     from flow.workflow import ActorStateController
 
     return ActorStateController()
+
+
+def test_todo_rows_are_deleted_and_restated_through_the_unique_key_whatever_the_statistics(
+    db: sa.Engine,
+) -> None:
+    """MySQL/MariaDB: the DELETE and UPDATE by key read the todo table as a const table
+    through ``(instant_id, node_id, candidate)`` — never a walk of ``(candidate, id)``, which
+    would lock every task of that candidate and let unrelated instances deadlock. Checked on
+    a table whose statistics were taken while it was empty."""
+    if db.dialect.name not in ("mysql", "mariadb"):
+        pytest.skip("the join form is MySQL/MariaDB's")
+    from flow_sqla._prepared import PreparedStatement
+    from flow_sqla._todo import TodoTable
+    from flow_sqla.tables import FlowTables
+
+    with db.begin() as conn:
+        conn.exec_driver_sql("ANALYZE TABLE bpm_flow_todo")  # statistics of an empty table
+    ex = executor(db, index=True)
+    for n in range(20):
+        approve(ex, f"plan-{n}", "employee", amount=1)  # each opens the manager's task
+    todo = TodoTable(FlowTables(), keys_through_join=True)
+    key = {"k_instant_id": "plan-3", "k_node_id": "manager", "k_candidate": "actor:manager"}
+    for stmt, params in ((todo._delete, key), (todo._update, {**key, "k_state": 1001})):
+        prepared = PreparedStatement(stmt, db.dialect)
+        with db.connect() as conn:
+            plan = conn.exec_driver_sql("EXPLAIN " + prepared.sql, prepared.bind(params)).all()
+        by_table = {row[2]: row for row in plan}
+        assert by_table["bpm_flow_todo"][3] == "const", plan
+        assert by_table["bpm_flow_todo"][5] == "uq_bpm_flow_todo_task", plan

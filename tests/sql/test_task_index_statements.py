@@ -37,7 +37,7 @@ def _text(stmt: object, d: Dialect, keys: list[str] | None = None) -> str:
 def _statements(d: Dialect) -> str:
     tables = FlowTables()
     ops = DialectOps(d, tables, index=True)
-    todo = TodoTable(tables)
+    todo = TodoTable(tables, keys_through_join=ops.keys_through_join)
     absent = {
         name: sa.bindparam(name)
         for name in ("instant_id", "creator", "create_time", "updater", "update_time")

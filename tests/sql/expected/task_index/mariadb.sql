@@ -13,9 +13,9 @@ WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
 UPDATE bpm_flow_repository SET states=%s, vars=%s, updater=%s, update_time=%s, graph_id=%s, status=%s, finish_time=%s, open_tasks=%s WHERE bpm_flow_repository.instant_id = %s
 
 -- open-task rows: delete, state update, insert (each one executemany)
-DELETE FROM bpm_flow_todo WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s
+DELETE FROM bpm_flow_todo USING bpm_flow_todo, bpm_flow_repository WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s AND bpm_flow_repository.instant_id = %s AND bpm_flow_todo.instant_id = bpm_flow_repository.instant_id
 
-UPDATE bpm_flow_todo SET state=%s WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s
+UPDATE bpm_flow_todo, bpm_flow_repository SET bpm_flow_todo.state=%s WHERE bpm_flow_todo.instant_id = %s AND bpm_flow_todo.node_id = %s AND bpm_flow_todo.candidate = %s AND bpm_flow_repository.instant_id = %s AND bpm_flow_todo.instant_id = bpm_flow_repository.instant_id
 
 INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, candidate, lineage, create_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 
