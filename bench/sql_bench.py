@@ -287,10 +287,19 @@ def _count(engine: sa.Engine, counter: list[int]) -> None:
 
 class ServerCounters:
     """The server's own statement counters (``Com_select`` + ``Com_insert`` + ``Com_update``
-    + ``Com_delete`` + ...; COMMIT and ROLLBACK are not among them), read before and after a
-    slice on a connection of its own: the same count for every side, whatever its client."""
+    + ``Com_delete`` + their multi-table forms ...; COMMIT and ROLLBACK are not among them),
+    read before and after a slice on a connection of its own: the same count for every side,
+    whatever its client."""
 
-    _NAMES = ("Com_select", "Com_insert", "Com_update", "Com_delete", "Com_insert_select")
+    _NAMES = (
+        "Com_select",
+        "Com_insert",
+        "Com_insert_select",
+        "Com_update",
+        "Com_update_multi",
+        "Com_delete",
+        "Com_delete_multi",
+    )
 
     def __init__(self, dsn: str) -> None:
         self._conn = _mysqldb_connect(dsn)
