@@ -25,6 +25,7 @@ Rows come back as the driver returns them: no result processing (see
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from sqlalchemy.engine import Connection, Dialect
@@ -52,12 +53,21 @@ class DriverResult:
         return self.rows[0] if self.rows else None
 
 
+#: Drivers whose plain ``cursor()`` is what SQLAlchemy itself executes on (buffered results,
+#: the dialect's ``do_execute``); others (e.g. mariadbconnector, which SQLAlchemy gives
+#: buffered cursors explicitly) keep the ``Connection`` path.
+_CURSOR_DRIVERS = frozenset({"mysqldb", "pymysql", "psycopg", "psycopg2", "pysqlite"})
+
+
 def driver_path_open(conn: Connection) -> bool:
     """Whether a prepared statement may run on ``conn``'s cursor without the ``Connection``
-    seeing it: a transaction is in progress, and nothing listens to or logs its statements."""
+    seeing it: a known driver, a transaction in progress (or AUTOCOMMIT, where each statement
+    commits on either path), and nothing that listens to or logs its statements."""
+    dialect = conn.dialect
     return (
         _HANDLES_DRIVER_ERRORS
-        and not (conn._has_events or conn.engine._has_events or conn.dialect._has_events)
+        and dialect.driver in _CURSOR_DRIVERS
+        and not (conn._has_events or conn.engine._has_events or dialect._has_events)
         and not conn._echo
         and conn.in_transaction()
     )
@@ -128,23 +138,37 @@ class PreparedStatement:
             conn.exec_driver_sql(self.sql, bound)
 
     def _on_cursor(self, conn: Connection, bound: Any, *, many: bool) -> DriverResult:
+        """Execute on a cursor of ``conn``'s DBAPI connection. Driver errors (and interrupts,
+        which leave the connection in an unknown state) go through the ``Connection``'s own
+        handling — wrapped as ``sqlalchemy.exc.DBAPIError``, a lost connection invalidated, the
+        cursor closed; any other exception (a driver refusing a value: ``UnicodeEncodeError``,
+        a JSON column that does not decode) comes out unchanged, as from
+        ``Connection.execute``."""
         dialect = self._dialect
-        cursor = conn.connection.cursor()
+        driver_error = dialect.loaded_dbapi.Error
+        cursor = None
         try:
+            cursor = conn.connection.cursor()
             if many:
                 dialect.do_executemany(cursor, self.sql, bound, None)
             else:
                 dialect.do_execute(cursor, self.sql, bound, None)
-        except BaseException as exc:
-            # Wraps, invalidates a lost connection and closes the cursor, as for any statement.
-            conn._handle_dbapi_exception(exc, self.sql, bound, cursor, None)
-        try:
-            # Buffered drivers hold the rows already; a decoding error (psycopg parsing a JSON
-            # column) surfaces here as it would from ``CursorResult.first()``.
+            # Buffered drivers hold the rows already (rows are fetched inside this ``try``).
             rows = cursor.fetchall() if cursor.description is not None else ()
             # PEP 249 makes ``lastrowid`` optional (psycopg has none); only MySQL's is read.
-            return DriverResult(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
-        finally:
+            result = DriverResult(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
+        except BaseException as exc:
+            if isinstance(exc, driver_error) or not isinstance(exc, Exception):
+                conn._handle_dbapi_exception(exc, self.sql, bound, cursor, None)
+            _close_quietly(cursor)
+            raise
+        cursor.close()
+        return result
+
+
+def _close_quietly(cursor: Any) -> None:
+    if cursor is not None:
+        with suppress(Exception):  # the exception being raised is the one that matters
             cursor.close()
 
 

@@ -34,6 +34,9 @@ _NAME_LENGTH = 64
 
 _Shape = tuple[int, int, int]
 
+#: The most todo rows one merged statement carries (see :meth:`TodoChanges.shape`).
+MERGE_ROWS = 16
+
 _KEY = ("instant_id", "node_id", "candidate")
 _ROW_COLUMNS = (
     "instant_id",
@@ -60,8 +63,14 @@ class TodoChanges:
         return bool(self.deleted or self.updated or self.inserted)
 
     def shape(self, how: IndexMerge) -> _Shape | None:
-        """Row counts ``(deleted, updated, inserted)`` when ``how`` can carry the changes."""
-        if not self or len({row["k_state"] for row in self.updated}) > 1:
+        """Row counts ``(deleted, updated, inserted)`` when ``how`` can carry the changes.
+
+        At most :data:`MERGE_ROWS` rows in all: a task with hundreds of candidates would
+        make one statement of thousands of parameters (PostgreSQL allows 65,535), and every
+        shape is a statement compiled and kept once; such writes take the separate
+        statements, which batch any number of rows."""
+        rows = len(self.deleted) + len(self.updated) + len(self.inserted)
+        if not self or rows > MERGE_ROWS or len({row["k_state"] for row in self.updated}) > 1:
             return None
         if how == "join_update" and (self.deleted or self.inserted):
             return None

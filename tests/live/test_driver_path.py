@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, ctx, executor, migrate, raw_row
+from _support import approve, count_rows, ctx, executor, flow_engine, migrate, raw_row
 
-from flow.workflow import TaskAction
+from flow.graph import Node
+from flow.workflow import ActorStateController, TaskAction
+from flow_sqla import RepositoryError, UnstorableValueError
 from flow_sqla._prepared import PreparedStatement, driver_path_open
 from flow_sqla.tables import FlowTables
+from flow_sqla.wiring import sql_workflow
 
 
 @pytest.fixture
@@ -146,3 +149,50 @@ def test_a_lost_connection_on_the_driver_path_is_invalidated(db: sa.Engine) -> N
             )
         assert caught.value.connection_invalidated
         assert conn.invalidated
+
+
+class _Candidates(ActorStateController):
+    """Every task's candidates: ``extra`` first, then the usual actor."""
+
+    def __init__(self, extra: tuple[str, ...]) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        return self.extra + super().candidates(node)
+
+
+def _first_claim_error(engine: sa.Engine, controller: ActorStateController) -> BaseException:
+    ex = sql_workflow(engine, flow_engine(), state_controller=controller, index=True)
+    with pytest.raises(Exception) as caught:
+        ex.claim_task("oa", ctx("dp-bad", "employee", amount=1))
+    return caught.value
+
+
+def test_a_value_the_driver_refuses_is_the_same_typed_error_on_both_paths(db: sa.Engine) -> None:
+    """A candidate with a lone surrogate: not a driver error, so it is not wrapped — the same
+    typed error as through ``Connection.execute`` (which a listener forces)."""
+    bad = _Candidates(("actor:bad\ud800",))
+    on_driver_path = _first_claim_error(db, bad)
+    listened = sa.create_engine(db.url)
+    sa.event.listen(listened, "before_cursor_execute", lambda *_: None)
+    try:
+        on_connection = _first_claim_error(listened, bad)
+    finally:
+        listened.dispose()
+    assert type(on_driver_path) is type(on_connection)
+    assert isinstance(on_driver_path, (UnstorableValueError, RepositoryError))
+    assert "dp-bad" in str(on_driver_path)
+
+
+def test_a_task_with_thousands_of_candidates_is_written(db: sa.Engine) -> None:
+    """Beyond a few rows the todo writes leave the merged statement for batched separate
+    ones: 8,200 candidates would be 65,600 parameters in one PostgreSQL statement."""
+    count = 8_200 if db.dialect.name == "postgresql" else 300
+    many = _Candidates(tuple(f"actor:u{n}" for n in range(count)))
+    ex = sql_workflow(db, flow_engine(), state_controller=many, index=True)
+    task = ex.claim_task("oa", ctx("dp-many", "employee", amount=1))
+    assert task is not None
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx("dp-many", "employee"))
+    [manager] = ex.open_tasks("dp-many")
+    assert manager.node_id == "manager" and len(manager.candidates) == count + 1

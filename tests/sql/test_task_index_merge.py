@@ -81,3 +81,11 @@ def test_merged_statements_compile_to_one_statement(
         assert "DELETE FROM bpm_flow_todo" in sql and "INSERT INTO bpm_flow_todo" in sql
     else:
         assert sql.startswith("UPDATE bpm_flow_repository, bpm_flow_todo SET")
+
+
+def test_more_rows_than_one_merged_statement_carries_take_separate_statements() -> None:
+    from flow_sqla._todo import MERGE_ROWS
+
+    rows = [_row("manager", f"u{n}") for n in range(MERGE_ROWS + 1)]
+    assert TodoChanges(inserted=rows[:MERGE_ROWS]).shape("cte") == (0, 0, MERGE_ROWS)
+    assert TodoChanges(inserted=rows).shape("cte") is None
