@@ -17,16 +17,6 @@ from flow_sqla._todo import TodoTable
 from flow_sqla.tables import FlowTables
 
 DIALECTS = ["mysql", "mysql8", "mariadb", "postgresql", "sqlite"]
-TODO_COLUMNS = [
-    "instant_id",
-    "graph_id",
-    "node_id",
-    "node_name",
-    "state",
-    "candidate",
-    "lineage",
-    "create_time",
-]
 
 
 def _text(stmt: object, d: Dialect, keys: list[str] | None = None) -> str:
@@ -61,7 +51,7 @@ def _statements(d: Dialect) -> str:
         "-- open-task rows: delete, state update, insert (each one executemany)",
         _text(todo._delete, d),
         _text(todo._update, d),
-        _text(todo._insert, d, TODO_COLUMNS),
+        _text(todo._insert, d),
         "-- inbox page: one identity, first page",
         _text(todo.inbox_statement(["actor:ann"], None, 50, None), d),
         "-- inbox page: two identities, one graph, after a cursor",
