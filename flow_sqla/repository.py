@@ -521,9 +521,7 @@ class SqlStateRepository:
         todo = None
         if with_index and new_index is not None:
             todo = self._todo.changes(op.instance_id, base.aggregate, new_index)
-        if todo and self._merged_update(op, row, with_graph, todo):
-            pass
-        else:
+        if not (todo and self._merged_update(op, row, with_graph, todo)):
             if not self._update(op, row, with_graph, with_index):
                 self._upsert(op, row, with_graph, with_index)
             if todo:
@@ -591,6 +589,7 @@ class SqlStateRepository:
     def _upsert(
         self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool
     ) -> None:
+        """Recreate the row (the caller's own SQL deleted it in this transaction)."""
         row["instant_id"] = op.instance_id
         row["creator"] = row["updater"]
         row["create_time"] = row["update_time"]
