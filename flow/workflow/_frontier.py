@@ -9,7 +9,7 @@ frontier, from whether the walk reached the root graph's END and from the stored
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flow.context import FlowContext
@@ -220,14 +220,7 @@ def claimed_only(
     tasks = tuple(
         t
         if t.state == TaskState.WAITING or states.get(prefix + t.node_id) != _WAITING
-        else IndexedTask(
-            node_id=t.node_id,
-            node_title=t.node_title,
-            state=TaskState.WAITING,
-            candidates=t.candidates,
-            lineage=t.lineage,
-            opened_at=t.opened_at,
-        )
+        else replace(t, state=TaskState.WAITING)
         for t in stored.tasks
     )
     return InstanceIndex(

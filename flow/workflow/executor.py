@@ -234,10 +234,10 @@ class WorkflowExecutor:
         root = self._graph(graph)
         index = self._require_index("withdraw")
         with self._operation(ctx, lock=True):
-            read = index.index_read(ctx)
-            current = self._current_index(root, ctx, read)
-            if current is None or current.status != InstanceStatus.RUNNING:
+            running = self._running_index(index, root, ctx)
+            if running is None:
                 return False
+            _, current = running
             nodes = [n for n in (root.get_node(t.node_id) for t in current.tasks) if n is not None]
             for node in nodes:
                 self.state_repository.state_put(ctx, node, TaskState.TERMINATED)
@@ -275,10 +275,10 @@ class WorkflowExecutor:
             node = root.get_node_or_throw(task.node_id)
         index = self._require_index("send_back")
         with self._operation(ctx, lock=True):
-            read = index.index_read(ctx)
-            current = self._current_index(root, ctx, read)
-            if current is None or current.status != InstanceStatus.RUNNING:
+            running = self._running_index(index, root, ctx)
+            if running is None:
                 return False
+            read, current = running
             stored_task = next((t for t in current.tasks if t.node_id == node.id), None)
             if stored_task is None or not self._still_waiting(node, ctx):
                 return False
@@ -359,6 +359,17 @@ class WorkflowExecutor:
         if not read.states:
             return None
         return build_index(self, graph, ctx, read, read.states)
+
+    def _running_index(
+        self, index: SupportsTaskIndex, graph: Graph, ctx: FlowContext
+    ) -> tuple[IndexRead, InstanceIndex] | None:
+        """What the unit of work read and the instance's aggregate, when it is RUNNING (the
+        instances withdraw and send-back act on); ``None`` for an unknown or closed one."""
+        read = index.index_read(ctx)
+        current = self._current_index(graph, ctx, read)
+        if current is None or current.status != InstanceStatus.RUNNING:
+            return None
+        return read, current
 
     def _index_end(
         self,
