@@ -70,6 +70,29 @@ def test_invariants_hold_after_every_operation_of_a_random_walk(db: sa.Engine, s
         check_invariants(walker)
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_invariants_hold_when_claims_and_submits_share_caller_transactions(
+    db: sa.Engine, seed: int
+) -> None:
+    """Random walks in the README pattern: each transaction claims and submits one to three
+    times (forward or back, random identities), so later writes start from the rows earlier
+    ones of the same transaction left, todo rows inserted moments before included."""
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    walker = new_walker(ex, seed, instances=4)
+    rng = walker.rng
+    for _ in range(40):
+        inst = rng.choice(walker.instances)
+        with db.begin() as conn:
+            walker.context = lambda instance_id, data: FlowContext.of(
+                instance_id, data, connection=conn
+            )
+            for _ in range(rng.randint(1, 3)):
+                c = walker.ctx(inst)
+                action = rng.choice([TaskAction.FORWARD, TaskAction.FORWARD, TaskAction.BACK])
+                ex.submit_task_if_waiting(ex.claim_task(inst.graph_id, c), action, c)
+        check_invariants(walker)
+
+
 def test_a_rolled_back_caller_transaction_leaves_index_and_status_untouched(
     db: sa.Engine,
 ) -> None:
@@ -182,6 +205,86 @@ def test_back_and_forward_again_keep_one_todo_row_per_open_task_and_candidate(
             sa.text("SELECT COUNT(*) FROM bpm_flow_todo WHERE instant_id = 'b-again'")
         ).scalar()
     assert count == len(ex.open_tasks("b-again")[0].candidates)
+
+
+def _todo_ids(db: sa.Engine, instance_id: str) -> list[tuple[str, int]]:
+    with db.connect() as conn:
+        rows = conn.execute(
+            sa.text("SELECT node_id, id FROM bpm_flow_todo WHERE instant_id = :i ORDER BY id"),
+            {"i": instance_id},
+        )
+        return [(node, int(row_id)) for node, row_id in rows]
+
+
+def test_starting_and_forwarding_in_one_transaction_leaves_only_the_opened_task(
+    db: sa.Engine,
+) -> None:
+    """The README pattern on a new instance: the claim opens ``apply``, the submit closes it
+    and opens ``manager``, one transaction. MySQL/MariaDB turn the row the claim inserted
+    into the manager's (one multi-table UPDATE instead of DELETE + INSERT): 5 statements."""
+    ex = executor(db, index=True)
+    with counting(db) as counter, db.begin() as conn:
+        c = ctx("s-1", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+    if db.dialect.name == "mysql":
+        assert counter.count == 5, counter.statements
+    assert [(t.node_id, t.candidates) for t in ex.open_tasks("s-1")] == [
+        ("manager", ("actor:manager",))
+    ]
+    assert [node for node, _ in _todo_ids(db, "s-1")] == ["manager"]
+    assert [t.instance_id for t in ex.inbox(ctx(None, "manager"))] == ["s-1"]  # type: ignore[arg-type]
+    assert ex.inbox(ctx(None, "employee")) == []  # type: ignore[arg-type]
+    approve(ex, "s-1", "manager")
+    assert ex.status("s-1") == InstanceStatus.COMPLETED and _todo_ids(db, "s-1") == []
+
+
+def test_a_task_opened_later_sorts_after_one_opened_earlier(db: sa.Engine) -> None:
+    """A todo row committed by an earlier transaction is never re-used for a task opened
+    later: the opened task gets a new id, after every task opened in between (inbox order
+    and keyset cursors rely on it)."""
+    ex = executor(db, index=True)
+    with db.begin() as conn:
+        assert ex.claim_task("oa", ctx("o-1", "employee", conn, amount=1)) is not None
+    approve(ex, "o-2", "employee", amount=1)  # opens o-2's manager task
+    with db.begin() as conn:
+        c = ctx("o-1", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+    (o2,) = _todo_ids(db, "o-2")
+    (o1,) = _todo_ids(db, "o-1")
+    assert o1[0] == "manager" and o1[1] > o2[1]
+    page = ex.inbox(ctx(None, "manager"))  # type: ignore[arg-type]
+    assert [t.instance_id for t in page] == ["o-2", "o-1"]
+
+
+def test_a_todo_row_deleted_by_hand_in_the_transaction_still_ends_with_the_opened_task(
+    db: sa.Engine,
+) -> None:
+    """The row the claim inserted is gone when the submit comes (the caller's own SQL): the
+    multi-table UPDATE matches nothing and the separate statements write the change."""
+    ex = executor(db, index=True)
+    with db.begin() as conn:
+        c = ctx("h-1", "employee", conn, amount=1)
+        task = ex.claim_task("oa", c)
+        conn.execute(sa.text("DELETE FROM bpm_flow_todo WHERE instant_id = 'h-1'"))
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert [node for node, _ in _todo_ids(db, "h-1")] == ["manager"]
+    assert raw_row(db, "h-1")["states"]["oa:apply"] == int(TaskState.COMPLETED)  # type: ignore[index]
+
+
+def test_a_forward_rolled_back_to_a_savepoint_leaves_the_claimed_task_open(
+    db: sa.Engine,
+) -> None:
+    ex = executor(db, index=True)
+    with db.begin() as conn:
+        c = ctx("p-1", "employee", conn, amount=1)
+        task = ex.claim_task("oa", c)
+        savepoint = conn.begin_nested()
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        savepoint.rollback()
+    assert [(t.node_id, t.state) for t in ex.open_tasks("p-1")] == [("apply", TaskState.WAITING)]
+    assert _todo_states(db, "p-1") == {int(TaskState.WAITING)}
+    assert approve(ex, "p-1", "employee", amount=1)
+    assert [node for node, _ in _todo_ids(db, "p-1")] == ["manager"]
 
 
 def test_inbox_and_instances_pages_take_one_statement_each(db: sa.Engine) -> None:
