@@ -34,9 +34,6 @@ _NAME_LENGTH = 64
 
 _Shape = tuple[int, int, int]
 
-#: A todo row by ``(node_id, candidate)`` within its instance.
-TodoKey = tuple[str, str]
-
 #: The most todo rows one merged statement carries (see :meth:`TodoChanges.shape`).
 MERGE_ROWS = 16
 
@@ -65,21 +62,18 @@ class TodoChanges:
     def __bool__(self) -> bool:
         return bool(self.deleted or self.updated or self.inserted)
 
-    def shape(
-        self, how: IndexMerge, opened_here: frozenset[TodoKey] = frozenset()
-    ) -> _Shape | None:
+    def shape(self, how: IndexMerge) -> _Shape | None:
         """Row counts ``(deleted, updated, inserted)`` when ``how`` can carry the changes.
 
         At most :data:`MERGE_ROWS` rows in all: a task with hundreds of candidates would
         make one statement of thousands of parameters (PostgreSQL allows 65,535), and every
         shape is a statement compiled and kept once; such writes take the separate
-        statements, which batch any number of rows. ``opened_here``: the keys of todo rows
-        that the caller's current transaction inserted (see :meth:`rekeys`)."""
+        statements, which batch any number of rows."""
         rows = len(self.deleted) + len(self.updated) + len(self.inserted)
         if not self or rows > MERGE_ROWS or len({row["k_state"] for row in self.updated}) > 1:
             return None
         if how == "join_update" and (self.deleted or self.inserted):
-            return (1, 0, 1) if self.rekeys(opened_here) else None
+            return None
         if how == "cte":
             gone = {(row["k_node_id"], row["k_candidate"]) for row in self.deleted}
             if any((row["node_id"], row["candidate"]) in gone for row in self.inserted):
@@ -100,27 +94,9 @@ class TodoChanges:
                 params[f"i{n}_{name}"] = value
         return params
 
-    def rekeys(self, opened_here: frozenset[TodoKey]) -> bool:
-        """Whether the changes are one row closed and one opened, the closed one inserted by
-        the caller's current transaction: MySQL's multi-table UPDATE then turns that row into
-        the opened one (a claim that opened the first task of a new instance, then the
-        submit that forwards it, in one ``engine.begin()``). Nobody else can have seen the
-        row, and its ``id`` was drawn by this very transaction, so re-using it is a delete and
-        insert to every reader — in one statement instead of two."""
-        if len(self.deleted) != 1 or len(self.inserted) != 1 or self.updated:
-            return False
-        closed = self.deleted[0]
-        return (closed["k_node_id"], closed["k_candidate"]) in opened_here
-
-    def opened_here_after(self, opened_here: frozenset[TodoKey]) -> frozenset[TodoKey]:
-        """``opened_here`` once these changes are written."""
-        gone = {(row["k_node_id"], row["k_candidate"]) for row in self.deleted}
-        new = {(row["node_id"], row["candidate"]) for row in self.inserted}
-        return (opened_here - gone) | new
-
     def joined_rowcount(self) -> int:
         """Rows a ``join_update`` matches when the instance row and every todo row exist."""
-        return 1 + len(self.updated) + len(self.inserted)
+        return 1 + len(self.updated)
 
 
 class TodoTable:
@@ -189,11 +165,7 @@ class TodoTable:
             prepared.get(conn, self._insert).execute_many(conn, changes.inserted)
 
     def merged(
-        self,
-        row_update: sa.Update,
-        changes: TodoChanges,
-        how: IndexMerge,
-        opened_here: frozenset[TodoKey] = frozenset(),
+        self, row_update: sa.Update, changes: TodoChanges, how: IndexMerge
     ) -> sa.Update | None:
         """``row_update`` (the instance row's UPDATE, its key bound as ``row_key``) carrying
         ``changes`` too, as one statement — or ``None`` when ``how`` cannot carry them.
@@ -202,13 +174,12 @@ class TodoTable:
         CTEs; all run, whatever the main UPDATE matches. Not when a key is both deleted and
         inserted (the CTEs share one snapshot, so the insert would meet the old row).
         ``"join_update"`` (MySQL/MariaDB): a multi-table UPDATE of the row and the re-stated
-        todo rows (a claim), or of the row and the one todo row it re-keys
-        (:meth:`TodoChanges.rekeys`); nothing is deleted or inserted. It changes anything
-        only when every named row exists: the caller compares the matched count with
+        todo rows (a claim); nothing is deleted or inserted. It changes anything only when
+        every named row exists: the caller compares the matched count with
         :meth:`TodoChanges.joined_rowcount`. Built once per shape, with numbered parameters
         (:meth:`TodoChanges.params`).
         """
-        shape = changes.shape(how, opened_here)
+        shape = changes.shape(how)
         if shape is None:
             return None
         key = (id(row_update), how, shape)
@@ -238,13 +209,6 @@ class TodoTable:
         state = sa.bindparam("u_state", type_=todo.c.state.type)
         if how == "join_update":
             joined = todo.c.instant_id == repo.c.instant_id
-            if deleted:  # the (1, 0, 1) re-key: the closed row becomes the opened one
-                rekeyed = {
-                    todo.c[c]: sa.bindparam(f"i0_{c}", type_=todo.c[c].type)
-                    for c in _ROW_COLUMNS
-                    if c != "instant_id"
-                }
-                return row_update.where(row_key, joined, keys("d", 1)).values(rekeyed)
             return row_update.where(row_key, joined, keys("u", updated)).values(
                 {todo.c.state: state}
             )
@@ -456,4 +420,4 @@ def _open_task(row: RowMapping, candidates: tuple[str, ...]) -> OpenTask:
     )
 
 
-__all__ = ["TodoChanges", "TodoKey", "TodoTable"]
+__all__ = ["TodoChanges", "TodoTable"]

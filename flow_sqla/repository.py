@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
@@ -48,7 +48,7 @@ from flow_sqla._rows import (
     task_doc,
     utc_now,
 )
-from flow_sqla._todo import TodoChanges, TodoKey, TodoTable
+from flow_sqla._todo import TodoChanges, TodoTable
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import RepositoryError, StaleCacheError
@@ -109,7 +109,6 @@ class _Operation:
         "instance_id",
         "locked",
         "new_index",
-        "opened_here",
         "replace_vars",
         "states",
         "stored_vars",
@@ -127,8 +126,6 @@ class _Operation:
         self.stored_vars: dict[str, Any] | None = None
         self.final: StoredRow | None = None
         self.new_index: InstanceIndex | None = None
-        # Keys of the todo rows this caller transaction inserted (see _HeldRow).
-        self.opened_here: frozenset[TodoKey] = frozenset()
 
     def note_graph(self, ctx: FlowContext, node: Node) -> None:
         if self.graph is None:
@@ -138,16 +135,6 @@ class _Operation:
 
 def _innermost(conn: Connection) -> Transaction | None:
     return conn.get_nested_transaction() or conn.get_transaction()
-
-
-class _HeldRow(NamedTuple):
-    """What an operation leaves for the next one on the same instance in the same caller
-    transaction: the row as written (still locked), and the keys of the todo rows this
-    transaction inserted — rows nobody else has seen, whose ids this transaction drew, so a
-    later write may re-use one for a task it opens (``TodoChanges.rekeys``)."""
-
-    row: StoredRow
-    opened_here: frozenset[TodoKey]
 
 
 class _ThreadOperations(threading.local):
@@ -165,7 +152,7 @@ class _ThreadOperations(threading.local):
     def __init__(self) -> None:
         self.ops: dict[str, _Operation] = {}
         self.held_in: weakref.ref[Transaction] | None = None
-        self.held: dict[str, _HeldRow] = {}
+        self.held: dict[str, StoredRow] = {}
 
 
 class SqlStateRepository:
@@ -288,8 +275,7 @@ class SqlStateRepository:
         try:
             with self._translating(instance_id):
                 if held is not None:
-                    op = _Operation(instance_id, conn, held.row, locked=True)
-                    op.opened_here = held.opened_here
+                    op = _Operation(instance_id, conn, held, locked=True)
                 else:
                     op = self._start(ctx, conn, lock)
                 yield from self._run(ctx, op)
@@ -303,7 +289,7 @@ class SqlStateRepository:
             if self._cache is not None:
                 self._cache.pop(instance_id)
 
-    def _held_row(self, conn: Connection, instance_id: str) -> _HeldRow | None:
+    def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
         """The row an earlier operation of this very transaction left, still locked."""
         local = self._local
         if local.held_in is None:
@@ -325,7 +311,7 @@ class SqlStateRepository:
         if local.held_in is None or local.held_in() is not transaction:
             local.held_in = weakref.ref(transaction)
             local.held = {}
-        local.held[op.instance_id] = _HeldRow(op.final, op.opened_here)
+        local.held[op.instance_id] = op.final
 
     def _release(self, instance_id: str) -> None:
         self._local.held.pop(instance_id, None)
@@ -540,8 +526,6 @@ class SqlStateRepository:
                 self._upsert(op, row, with_graph, with_index)
             if todo:
                 self._todo.write(op.conn, todo)
-        if todo and self._dialect.index_merge == "join_update":
-            op.opened_here = todo.opened_here_after(op.opened_here)
         op.final = StoredRow(
             states=states,
             vars=new_vars,
@@ -591,7 +575,7 @@ class SqlStateRepository:
             return False
         update = self._update_statement(with_graph, True)
         assert isinstance(update, sa.Update)
-        stmt = self._todo.merged(update, todo, how, op.opened_here)
+        stmt = self._todo.merged(update, todo, how)
         if stmt is None:
             return False
         params = {**row, _ROW_KEY: op.instance_id, **todo.params()}

@@ -43,26 +43,10 @@ def test_re_stating_rows_to_different_states_is_not_merged() -> None:
     assert mixed.shape("cte") is None and mixed.shape("join_update") is None
 
 
-def test_a_forward_merges_as_ctes_and_as_a_re_key_of_a_row_opened_in_this_transaction() -> None:
-    """MySQL re-uses a closed row only when the caller's transaction inserted it itself."""
+def test_a_forward_merges_only_as_ctes() -> None:
     forward = TodoChanges(deleted=[_key("employee", "u1")], inserted=[_row("manager", "u2")])
     assert forward.shape("cte") == (1, 0, 1)
     assert forward.shape("join_update") is None
-    assert forward.shape("join_update", frozenset({("manager", "u2")})) is None
-    assert forward.shape("join_update", frozenset({("employee", "u1")})) == (1, 0, 1)
-    assert forward.joined_rowcount() == 2
-    assert forward.opened_here_after(frozenset({("employee", "u1")})) == {("manager", "u2")}
-
-
-def test_only_one_closed_row_and_one_opened_are_re_keyed() -> None:
-    opened_here = frozenset({("employee", "u1"), ("employee", "u2")})
-    two = TodoChanges(
-        deleted=[_key("employee", "u1"), _key("employee", "u2")],
-        inserted=[_row("manager", "u3"), _row("manager", "u4")],
-    )
-    assert two.shape("join_update", opened_here) is None
-    closing = TodoChanges(deleted=[_key("employee", "u1")])
-    assert closing.shape("join_update", opened_here) is None
 
 
 def test_a_key_deleted_and_inserted_again_is_not_merged() -> None:
@@ -97,37 +81,6 @@ def test_merged_statements_compile_to_one_statement(
         assert "DELETE FROM bpm_flow_todo" in sql and "INSERT INTO bpm_flow_todo" in sql
     else:
         assert sql.startswith("UPDATE bpm_flow_repository, bpm_flow_todo SET")
-
-
-def test_the_re_key_sets_every_column_of_the_opened_row_but_its_instance(
-    dialect_for: Callable[[str], Dialect],
-) -> None:
-    tables = FlowTables()
-    repo = tables.repository
-    update = (
-        sa.update(repo)
-        .where(repo.c.instant_id == sa.bindparam("row_key", type_=repo.c.instant_id.type))
-        .values(states=sa.bindparam("states", type_=repo.c.states.type))
-    )
-    changes = TodoChanges(deleted=[_key("employee", "u1")], inserted=[_row("manager", "u2")])
-    merged = TodoTable(tables).merged(
-        update, changes, "join_update", frozenset({("employee", "u1")})
-    )
-    assert merged is not None
-    sql = str(merged.compile(dialect=dialect_for("mariadb")))
-    assert sql.startswith("UPDATE bpm_flow_repository, bpm_flow_todo SET")
-    for column in (
-        "graph_id",
-        "node_id",
-        "node_name",
-        "state",
-        "candidate",
-        "lineage",
-        "create_time",
-    ):
-        assert f"bpm_flow_todo.{column}=%s" in sql, column
-    assert "bpm_flow_todo.instant_id=%s" not in sql.split(" WHERE ")[0]
-    assert "DELETE" not in sql and "INSERT" not in sql
 
 
 def test_more_rows_than_one_merged_statement_carries_take_separate_statements() -> None:
