@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flow.errors import SnapshotError
 from flow_sqla.errors import (
+    AutocommitError,
     ColumnDifference,
     CommitOutcomeUnknownError,
     InvalidArgumentError,
@@ -30,6 +31,7 @@ from flow_sqla.wiring import sql_workflow
 # ---------------------------------------------------------------------------------------------
 
 __all__ = [
+    "AutocommitError",
     "ColumnDifference",
     "CommitOutcomeUnknownError",
     "FlowTables",

@@ -47,6 +47,26 @@ class CommitOutcomeUnknownError(RepositoryError):
         )
 
 
+class AutocommitError(RepositoryError, ValueError):
+    """The repository was given an ``Engine`` or a ``Connection`` in ``AUTOCOMMIT`` mode.
+
+    A unit of work locks the instance row with its first statement and relies on that lock
+    until the transaction ends: that is what makes one of two concurrent submits the only
+    winner and a history row commit with its state change. Under ``AUTOCOMMIT`` every
+    statement commits on its own, the lock ends with it, and both submits could win — so the
+    repository refuses such a bind (at construction) or ``ctx.connection`` (at the operation,
+    before any SQL), instead of running without the guarantee.
+    """
+
+    def __init__(self, what: str, *, instance_id: str | None = None) -> None:
+        super().__init__(
+            f"{what} is in AUTOCOMMIT mode: flow_sqla needs a transaction that keeps the "
+            "instance row locked until it ends; use an engine or connection without "
+            "isolation_level='AUTOCOMMIT'",
+            instance_id=instance_id,
+        )
+
+
 class InvalidIdentifierError(FlowError, ValueError):
     """A table, schema, constraint or version-table name is not a plain SQL identifier.
 

@@ -35,7 +35,7 @@ from flow.workflow.aggregate import (
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import INDEX_COLUMNS, WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
-from flow_sqla._engine import engine_for
+from flow_sqla._engine import engine_for, is_autocommit
 from flow_sqla._limits import GraphChecks, check_id, check_instance_id, check_readable
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import (
@@ -51,7 +51,7 @@ from flow_sqla._rows import (
 from flow_sqla._todo import TodoChanges, TodoTable
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
-from flow_sqla.errors import RepositoryError, StaleCacheError
+from flow_sqla.errors import AutocommitError, RepositoryError, StaleCacheError
 from flow_sqla.tables import FlowTables
 
 if TYPE_CHECKING:
@@ -190,6 +190,8 @@ class SqlStateRepository:
         if cache not in ("operation", "process"):
             raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
         self.engine: Engine = engine_for(bind)
+        if is_autocommit(self.engine):
+            raise AutocommitError("The repository's engine")
         self.tables = tables or FlowTables()
         self.cache_mode: CacheMode = cache
         #: Whether this repository keeps the task index (the executor checks it).
@@ -271,6 +273,8 @@ class SqlStateRepository:
 
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
+        if is_autocommit(conn):
+            raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)
         try:
             with self._translating(instance_id):
@@ -282,7 +286,7 @@ class SqlStateRepository:
             self._remember(op, cache=False)
             self._hold(conn, op)
         except BaseException:
-            self._release(instance_id)
+            self._forget_held()
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
@@ -313,8 +317,16 @@ class SqlStateRepository:
             local.held = {}
         local.held[op.instance_id] = op.final
 
-    def _release(self, instance_id: str) -> None:
-        self._local.held.pop(instance_id, None)
+    def _forget_held(self) -> None:
+        """Forget every row held in the caller's transaction after a failed operation: the
+        error may have ended the whole transaction on the server while the ``Connection``
+        still reports it active (InnoDB rolls all of it back on a deadlock, Galera on a
+        certification failure, and the caller may catch the error and go on), so no row is
+        known to be locked any more — the next operation on any instance locks and reads
+        again."""
+        local = self._local
+        local.held_in = None
+        local.held = {}
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops

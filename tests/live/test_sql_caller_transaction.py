@@ -1,0 +1,121 @@
+"""What the repository relies on when it joins the caller's transaction: a real transaction
+(AUTOCOMMIT is refused), and rows it holds locked only while that transaction is alive (after a
+failed operation — a deadlock ends the whole transaction on the server — nothing is assumed)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, count_rows, ctx, executor, migrate
+
+from flow.workflow import ConcurrentSubmitError, TaskAction
+from flow_sqla import AutocommitError, SqlStateRepository
+
+TIMEOUT = 60.0
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def test_an_autocommit_engine_is_refused_when_the_repository_is_built(db: sa.Engine) -> None:
+    autocommit = sa.create_engine(db.url, isolation_level="AUTOCOMMIT")
+    try:
+        with pytest.raises(AutocommitError, match="AUTOCOMMIT"):
+            SqlStateRepository(autocommit)
+        with pytest.raises(AutocommitError):
+            SqlStateRepository(db.execution_options(isolation_level="AUTOCOMMIT"))
+    finally:
+        autocommit.dispose()
+
+
+def test_an_autocommit_caller_connection_is_refused_before_any_sql(db: sa.Engine) -> None:
+    """Under AUTOCOMMIT the claim's row lock would end with its statement, and a second
+    submitter could win too: the operation refuses, names the instance, writes nothing."""
+    ex = executor(db, index=True)
+    with db.connect() as plain:
+        conn = plain.execution_options(isolation_level="AUTOCOMMIT")
+        with conn.begin(), pytest.raises(AutocommitError) as raised:
+            ex.claim_task("oa", ctx("ac-1", "employee", conn, amount=1))
+    assert raised.value.instance_id == "ac-1"
+    assert count_rows(db, "bpm_flow_repository") == 0
+    assert approve(ex, "ac-1", "employee", amount=1)  # the same engine, its own transactions
+
+
+def _heavy_transaction_waiting_for(db: sa.Engine, first: str, then: str) -> Any:
+    """A thread whose transaction writes many rows (InnoDB picks the *smaller* transaction as a
+    deadlock's victim), locks ``first``'s row, then waits for ``then``'s; the caller gets the
+    thread and an event set when the transaction holds ``first``."""
+    holds = threading.Event()
+    done: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            with db.begin() as conn:
+                conn.exec_driver_sql("CREATE TEMPORARY TABLE ballast (n INT)")
+                conn.exec_driver_sql(
+                    "INSERT INTO ballast (n) VALUES (%s)", [(n,) for n in range(2000)]
+                )
+                lock = "SELECT id FROM bpm_flow_repository WHERE instant_id = %s FOR UPDATE"
+                conn.exec_driver_sql(lock, (first,)).all()
+                holds.set()
+                conn.exec_driver_sql(lock, (then,)).all()
+            done.append(None)
+        except BaseException as exc:  # reported by the test
+            done.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, holds, done
+
+
+def _a_lock_waiter_appears(db: sa.Engine) -> bool:
+    """Poll InnoDB's lock-wait view until a transaction waits (False after TIMEOUT)."""
+    give_up = threading.Event()
+    timer = threading.Timer(TIMEOUT, give_up.set)
+    timer.start()
+    sql = "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'"
+    with db.connect() as observer:
+        while not observer.exec_driver_sql(sql).scalar_one() and not give_up.is_set():
+            observer.rollback()
+            give_up.wait(0.2)  # InnoDB refreshes the view after 0.1 s without readers
+    timer.cancel()
+    return not give_up.is_set()
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
+    db: sa.Engine,
+) -> None:
+    """The caller's transaction claims A, then loses a deadlock over B: InnoDB rolls back
+    the whole transaction (the claim of A included) while SQLAlchemy still calls it active.
+    Another transaction approves A meanwhile. The caller catches the error and submits its
+    claimed task of A: the repository must lock and read A again (the claim is gone, the task
+    completed) — never write from the row it held before the deadlock (a second approval)."""
+    ex = executor(db, index=True)
+    for instance_id in ("dl-a", "dl-b"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        mine = ctx("dl-a", "manager", conn)
+        task = ex.claim_task("oa", mine)
+        assert task is not None
+        thread, holds, done = _heavy_transaction_waiting_for(db, "dl-b", "dl-a")
+        assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
+        with pytest.raises(ConcurrentSubmitError):
+            ex.claim_task("oa", ctx("dl-b", "manager", conn))  # deadlock: this one loses
+        thread.join(TIMEOUT)
+        assert done == [None]
+        assert approve(ex, "dl-a", "manager")  # another transaction completes A's task
+        assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
+    with db.connect() as check:
+        approvals = check.execute(
+            sa.text(
+                "SELECT COUNT(*) FROM bpm_flow_task "
+                "WHERE flow_ins_id = 'dl-a' AND source_node_code = 'manager'"
+            )
+        ).scalar_one()
+    assert approvals == 1
