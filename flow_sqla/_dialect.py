@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql, postgresql, sqlite
-from sqlalchemy.engine import CursorResult, Dialect
+from sqlalchemy.engine import Connection, CursorResult, Dialect, Engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import ExecutableDDLElement
 from sqlalchemy.sql.base import Executable
@@ -332,6 +332,25 @@ class DialectOps:
             "sqlite": _sqlite_lock_conflict,
         }[self.name]
 
+    def commits_each_statement(self, conn: Connection) -> bool:
+        """Whether ``conn`` commits every statement on its own: SQLAlchemy's AUTOCOMMIT
+        isolation level (:func:`is_autocommit`), or its driver connection in autocommit mode
+        — set below SQLAlchemy (``connect_args={"autocommit": True}``, ``?autocommit=true``,
+        ``SET autocommit=1``, sqlite3's ``isolation_level=None``), where SQLAlchemy's own
+        ``isolation_level`` option says nothing. Read from the driver's state, no round
+        trip: mysqlclient and PyMySQL report the server's autocommit flag of the last reply,
+        psycopg its ``autocommit`` attribute. sqlite3 is judged once SQLAlchemy has begun the
+        transaction (a ``begin`` event may have sent ``BEGIN`` itself, the documented recipe for
+        SAVEPOINT support). Other drivers: ``False`` (not known)."""
+        if is_autocommit(conn):
+            return True
+        driver = conn.dialect.driver
+        if driver not in _AUTOCOMMIT_PROBES:
+            return False
+        if driver == "pysqlite" and not conn.in_transaction():
+            return False
+        return _AUTOCOMMIT_PROBES[driver](conn.connection.dbapi_connection)
+
     def upsert(self, row: Mapping[str, Any], update_columns: Sequence[str]) -> Executable:
         """INSERT ``row``; on an ``instant_id`` conflict UPDATE ``update_columns`` from it.
 
@@ -511,6 +530,34 @@ def _sqlite_lock_conflict(orig: BaseException) -> bool:
     return any(text in message for text in _SQLITE_LOCK_MESSAGES)
 
 
+def is_autocommit(bind: Engine | Connection) -> bool:
+    """Whether ``bind`` runs in ``AUTOCOMMIT`` mode: its own ``isolation_level`` execution
+    option, else the level its engine sets on every new connection (``create_engine(...,
+    isolation_level=...)``, kept by the dialect). No SQL is sent."""
+    level = bind.get_execution_options().get("isolation_level")
+    if level is None:
+        level = getattr(bind.dialect, "_on_connect_isolation_level", None)
+    return isinstance(level, str) and level.upper() == "AUTOCOMMIT"
+
+
+def _sqlite_autocommit(dbapi_conn: Any) -> bool:
+    """No transaction open while sqlite3 runs without implicit ones (``isolation_level=None``,
+    or Python 3.12's ``autocommit=True``)."""
+    implicit_off = (
+        dbapi_conn.isolation_level is None or getattr(dbapi_conn, "autocommit", -1) is True
+    )
+    return bool(implicit_off and not dbapi_conn.in_transaction)
+
+
+_AUTOCOMMIT_PROBES: dict[str, Callable[[Any], bool]] = {
+    "mysqldb": lambda dbapi_conn: bool(dbapi_conn.get_autocommit()),
+    "pymysql": lambda dbapi_conn: bool(dbapi_conn.get_autocommit()),
+    "psycopg": lambda dbapi_conn: bool(dbapi_conn.autocommit),
+    "psycopg2": lambda dbapi_conn: bool(dbapi_conn.autocommit),
+    "pysqlite": _sqlite_autocommit,
+}
+
+
 __all__ = [
     "INDEX_COLUMNS",
     "LOCK_COLUMNS",
@@ -523,6 +570,7 @@ __all__ = [
     "IndexMerge",
     "ModifyIdColumns",
     "exact_collation",
+    "is_autocommit",
     "is_conflict",
     "is_driver_error",
     "json_dumps",

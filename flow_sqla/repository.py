@@ -34,8 +34,15 @@ from flow.workflow.aggregate import (
 )
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import INDEX_COLUMNS, WRITE_OPTIONS, DialectOps, EncodedJSON, json_dumps
-from flow_sqla._engine import engine_for, is_autocommit
+from flow_sqla._dialect import (
+    INDEX_COLUMNS,
+    WRITE_OPTIONS,
+    DialectOps,
+    EncodedJSON,
+    is_autocommit,
+    json_dumps,
+)
+from flow_sqla._engine import engine_for
 from flow_sqla._limits import GraphChecks, check_id, check_instance_id, check_readable
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import (
@@ -138,21 +145,55 @@ def _innermost(conn: Connection) -> Transaction | None:
 
 
 class _ThreadOperations(threading.local):
-    """The operations running in the current thread, by instance id, and the rows that
-    operations of the thread's current caller transaction hold locked (``held``).
-
-    A second operation on the same instance in the same transaction (the README's claim,
-    then submit) starts from the row the first one left instead of locking and reading it
-    again: the lock is still held, so nobody else can have changed it. ``held`` is valid only
-    while ``held_in`` — the innermost transaction or savepoint when the rows were held — is
-    still the connection's innermost and active; a commit, a rollback or a rolled-back
-    savepoint makes the next operation read again.
-    """
+    """The operations of one repository running in the current thread, by instance id."""
 
     def __init__(self) -> None:
         self.ops: dict[str, _Operation] = {}
+
+
+class _HeldRows(threading.local):
+    """The instance rows that operations of the thread's current caller transaction hold
+    locked, by ``(repository table, instance id)``, each with the repository that wrote it
+    last — shared by every repository, since two executors may work in one transaction.
+
+    A second operation on the same instance in the same transaction (the README's claim,
+    then submit) starts from the row the first one left instead of locking and reading it
+    again: the lock is still held, so nobody else can have changed it. The rows are valid
+    only while ``held_in`` — the innermost transaction or savepoint when they were held — is
+    still the connection's innermost and active one (a commit, a rollback or a rolled-back
+    savepoint makes the next operation read again), and a row is re-used only by the
+    repository that wrote it last (another one's write in between is not in its memory).
+    """
+
+    def __init__(self) -> None:
         self.held_in: weakref.ref[Transaction] | None = None
-        self.held: dict[str, StoredRow] = {}
+        self.rows: dict[tuple[str, str], tuple[object, StoredRow]] = {}
+
+    def get(self, conn: Connection, key: tuple[str, str], owner: object) -> StoredRow | None:
+        if self.held_in is None:
+            return None
+        transaction = self.held_in()
+        if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
+            self.forget()
+            return None
+        held = self.rows.get(key)
+        return held[1] if held is not None and held[0] is owner else None
+
+    def put(self, conn: Connection, key: tuple[str, str], owner: object, row: StoredRow) -> None:
+        transaction = _innermost(conn)
+        if transaction is None:
+            return
+        if self.held_in is None or self.held_in() is not transaction:
+            self.held_in = weakref.ref(transaction)
+            self.rows = {}
+        self.rows[key] = (owner, row)
+
+    def forget(self) -> None:
+        self.held_in = None
+        self.rows = {}
+
+
+_HELD = _HeldRows()
 
 
 class SqlStateRepository:
@@ -206,6 +247,7 @@ class SqlStateRepository:
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
         )
         self._local = _ThreadOperations()
+        self._held_table = self.tables.repository.fullname
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool], Executable] = {}
@@ -258,6 +300,8 @@ class SqlStateRepository:
             # connect() + begin() is engine.begin() without its generator context manager; the
             # explicit commit lets a connection lost during COMMIT be told from one lost before.
             with guard, self.engine.connect() as conn, conn.begin() as trans:
+                if self._dialect.commits_each_statement(conn):
+                    raise AutocommitError("The repository's connection", instance_id=instance_id)
                 ctx.connection = conn
                 op = self._start(ctx, conn, lock)
                 yield from self._run(ctx, op)
@@ -273,7 +317,8 @@ class SqlStateRepository:
 
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
-        if is_autocommit(conn):
+        if self._dialect.commits_each_statement(conn):
+            _HELD.forget()  # whatever it held, its locks are gone
             raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)
         try:
@@ -295,27 +340,11 @@ class SqlStateRepository:
 
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
         """The row an earlier operation of this very transaction left, still locked."""
-        local = self._local
-        if local.held_in is None:
-            return None
-        transaction = local.held_in()
-        if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
-            local.held_in = None
-            local.held = {}
-            return None
-        return local.held.get(instance_id)
+        return _HELD.get(conn, (self._held_table, instance_id), self)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
-        if not op.locked or op.final is None:
-            return
-        transaction = _innermost(conn)
-        if transaction is None:
-            return
-        local = self._local
-        if local.held_in is None or local.held_in() is not transaction:
-            local.held_in = weakref.ref(transaction)
-            local.held = {}
-        local.held[op.instance_id] = op.final
+        if op.locked and op.final is not None:
+            _HELD.put(conn, (self._held_table, op.instance_id), self, op.final)
 
     def _forget_held(self) -> None:
         """Forget every row held in the caller's transaction after a failed operation: the
@@ -324,9 +353,7 @@ class SqlStateRepository:
         certification failure, and the caller may catch the error and go on), so no row is
         known to be locked any more — the next operation on any instance locks and reads
         again."""
-        local = self._local
-        local.held_in = None
-        local.held = {}
+        _HELD.forget()
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
@@ -839,7 +866,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        self._local.held.pop(instance_id, None)
+        _HELD.rows.pop((self._held_table, instance_id), None)
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

@@ -46,6 +46,45 @@ def test_an_autocommit_caller_connection_is_refused_before_any_sql(db: sa.Engine
     assert approve(ex, "ac-1", "employee", amount=1)  # the same engine, its own transactions
 
 
+#: Autocommit switched on in the driver itself, below SQLAlchemy's isolation_level option.
+DRIVER_AUTOCOMMIT = {
+    "sqlite": {"isolation_level": None},
+    "mysql": {"autocommit": True},
+    "postgresql": {"autocommit": True},
+}
+
+
+def test_autocommit_set_in_the_driver_is_refused_at_the_operation(db: sa.Engine) -> None:
+    backend = db.dialect.name if db.dialect.name != "mariadb" else "mysql"
+    driver_level = sa.create_engine(db.url, connect_args=DRIVER_AUTOCOMMIT[backend])
+    try:
+        ex = executor(driver_level, index=True)  # built: the engine's options say nothing
+        with pytest.raises(AutocommitError) as raised:
+            ex.claim_task("oa", ctx("da-1", "employee", amount=1))
+        assert raised.value.instance_id == "da-1"
+        with driver_level.connect() as conn, conn.begin(), pytest.raises(AutocommitError):
+            ex.claim_task("oa", ctx("da-2", "employee", conn, amount=1))
+    finally:
+        driver_level.dispose()
+    assert count_rows(db, "bpm_flow_repository") == 0
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_autocommit_switched_on_by_sql_in_the_transaction_is_refused(db: sa.Engine) -> None:
+    """``SET autocommit = 1`` inside the caller's transaction commits it and ends every lock
+    it held: the next operation refuses instead of trusting the claim's row lock."""
+    ex = executor(db, index=True)
+    assert approve(ex, "sa-1", "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        c = ctx("sa-1", "manager", conn)
+        task = ex.claim_task("oa", c)
+        conn.exec_driver_sql("SET autocommit = 1")
+        with pytest.raises(AutocommitError):
+            ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        conn.exec_driver_sql("SET autocommit = 0")
+    assert count_rows(db, "bpm_flow_task", "sa-1") == 1  # the employee's approval only
+
+
 def _heavy_transaction_waiting_for(db: sa.Engine, first: str, then: str) -> Any:
     """A thread whose transaction writes many rows (InnoDB picks the *smaller* transaction as a
     deadlock's victim), locks ``first``'s row, then waits for ``then``'s; the caller gets the
@@ -119,3 +158,16 @@ def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
             )
         ).scalar_one()
     assert approvals == 1
+
+
+def test_two_executors_in_one_transaction_never_approve_twice(db: sa.Engine) -> None:
+    """The second executor's submit changes the row the first one's claim left; the first
+    one's submit must start from the row as it is now, not from what it wrote itself."""
+    first, second = executor(db, index=True), executor(db, index=True)
+    assert approve(first, "two-1", "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        c = ctx("two-1", "manager", conn)
+        task = first.claim_task("oa", c)
+        assert second.submit_task_if_waiting(second.claim_task("oa", c), TaskAction.FORWARD, c)
+        assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert count_rows(db, "bpm_flow_task", "two-1") == 2  # the employee's and one manager's
