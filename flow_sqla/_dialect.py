@@ -342,14 +342,8 @@ class DialectOps:
         psycopg its ``autocommit`` attribute. sqlite3 is judged once SQLAlchemy has begun the
         transaction (a ``begin`` event may have sent ``BEGIN`` itself, the documented recipe for
         SAVEPOINT support). Other drivers: ``False`` (not known)."""
-        if is_autocommit(conn):
-            return True
-        driver = conn.dialect.driver
-        if driver not in _AUTOCOMMIT_PROBES:
-            return False
-        if driver == "pysqlite" and not conn.in_transaction():
-            return False
-        return _AUTOCOMMIT_PROBES[driver](conn.connection.dbapi_connection)
+        probe = _AUTOCOMMIT_PROBES.get(conn.dialect.driver)
+        return is_autocommit(conn) or (probe is not None and probe(conn))
 
     def upsert(self, row: Mapping[str, Any], update_columns: Sequence[str]) -> Executable:
         """INSERT ``row``; on an ``instant_id`` conflict UPDATE ``update_columns`` from it.
@@ -540,20 +534,34 @@ def is_autocommit(bind: Engine | Connection) -> bool:
     return isinstance(level, str) and level.upper() == "AUTOCOMMIT"
 
 
-def _sqlite_autocommit(dbapi_conn: Any) -> bool:
-    """No transaction open while sqlite3 runs without implicit ones (``isolation_level=None``,
-    or Python 3.12's ``autocommit=True``)."""
+def _mysql_autocommit(conn: Connection) -> bool:
+    """The server's autocommit flag of the last reply (mysqlclient, PyMySQL)."""
+    dbapi_conn: Any = conn.connection.dbapi_connection
+    return bool(dbapi_conn.get_autocommit())
+
+
+def _psycopg_autocommit(conn: Connection) -> bool:
+    dbapi_conn: Any = conn.connection.dbapi_connection
+    return bool(dbapi_conn.autocommit)
+
+
+def _sqlite_autocommit(conn: Connection) -> bool:
+    """Once SQLAlchemy has begun the transaction, none is open in sqlite3 while it runs
+    without implicit ones (``isolation_level=None``, or Python 3.12's ``autocommit=True``)."""
+    if not conn.in_transaction():
+        return False
+    dbapi_conn: Any = conn.connection.dbapi_connection
     implicit_off = (
         dbapi_conn.isolation_level is None or getattr(dbapi_conn, "autocommit", -1) is True
     )
     return bool(implicit_off and not dbapi_conn.in_transaction)
 
 
-_AUTOCOMMIT_PROBES: dict[str, Callable[[Any], bool]] = {
-    "mysqldb": lambda dbapi_conn: bool(dbapi_conn.get_autocommit()),
-    "pymysql": lambda dbapi_conn: bool(dbapi_conn.get_autocommit()),
-    "psycopg": lambda dbapi_conn: bool(dbapi_conn.autocommit),
-    "psycopg2": lambda dbapi_conn: bool(dbapi_conn.autocommit),
+_AUTOCOMMIT_PROBES: dict[str, Callable[[Connection], bool]] = {
+    "mysqldb": _mysql_autocommit,
+    "pymysql": _mysql_autocommit,
+    "psycopg": _psycopg_autocommit,
+    "psycopg2": _psycopg_autocommit,
     "pysqlite": _sqlite_autocommit,
 }
 

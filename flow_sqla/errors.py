@@ -48,7 +48,8 @@ class CommitOutcomeUnknownError(RepositoryError):
 
 
 class AutocommitError(RepositoryError, ValueError):
-    """The repository was given an ``Engine`` or a ``Connection`` in ``AUTOCOMMIT`` mode.
+    """The repository was given an ``Engine`` or a ``Connection`` in ``AUTOCOMMIT`` mode
+    (SQLAlchemy's isolation level, or the driver's own autocommit).
 
     A unit of work locks the instance row with its first statement and relies on that lock
     until the transaction ends: that is what makes one of two concurrent submits the only
@@ -62,7 +63,7 @@ class AutocommitError(RepositoryError, ValueError):
         super().__init__(
             f"{what} is in AUTOCOMMIT mode: flow_sqla needs a transaction that keeps the "
             "instance row locked until it ends; use an engine or connection without "
-            "isolation_level='AUTOCOMMIT'",
+            "isolation_level='AUTOCOMMIT' and without the driver's autocommit",
             instance_id=instance_id,
         )
 

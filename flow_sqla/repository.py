@@ -189,8 +189,16 @@ class _HeldRows(threading.local):
         self.rows[key] = (owner, row)
 
     def forget(self) -> None:
+        """Forget every held row: after a failed operation (the error may have ended the
+        whole transaction on the server while the ``Connection`` still reports it active —
+        InnoDB rolls all of it back on a deadlock, Galera on a certification failure — and
+        the caller may catch it and go on), or a connection found committing each
+        statement. The next operation on any instance locks and reads again."""
         self.held_in = None
         self.rows = {}
+
+    def drop(self, key: tuple[str, str]) -> None:
+        self.rows.pop(key, None)
 
 
 _HELD = _HeldRows()
@@ -318,7 +326,7 @@ class SqlStateRepository:
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
         if self._dialect.commits_each_statement(conn):
-            _HELD.forget()  # whatever it held, its locks are gone
+            _HELD.forget()
             raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)
         try:
@@ -331,7 +339,7 @@ class SqlStateRepository:
             self._remember(op, cache=False)
             self._hold(conn, op)
         except BaseException:
-            self._forget_held()
+            _HELD.forget()
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
@@ -345,15 +353,6 @@ class SqlStateRepository:
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
             _HELD.put(conn, (self._held_table, op.instance_id), self, op.final)
-
-    def _forget_held(self) -> None:
-        """Forget every row held in the caller's transaction after a failed operation: the
-        error may have ended the whole transaction on the server while the ``Connection``
-        still reports it active (InnoDB rolls all of it back on a deadlock, Galera on a
-        certification failure, and the caller may catch the error and go on), so no row is
-        known to be locked any more — the next operation on any instance locks and reads
-        again."""
-        _HELD.forget()
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
@@ -866,7 +865,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        _HELD.rows.pop((self._held_table, instance_id), None)
+        _HELD.drop((self._held_table, instance_id))
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

@@ -5,7 +5,6 @@ failed operation — a deadlock ends the whole transaction on the server — not
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -85,7 +84,9 @@ def test_autocommit_switched_on_by_sql_in_the_transaction_is_refused(db: sa.Engi
     assert count_rows(db, "bpm_flow_task", "sa-1") == 1  # the employee's approval only
 
 
-def _heavy_transaction_waiting_for(db: sa.Engine, first: str, then: str) -> Any:
+def _heavy_transaction_waiting_for(
+    db: sa.Engine, first: str, then: str
+) -> tuple[threading.Thread, threading.Event, list[BaseException | None]]:
     """A thread whose transaction writes many rows (InnoDB picks the *smaller* transaction as a
     deadlock's victim), locks ``first``'s row, then waits for ``then``'s; the caller gets the
     thread and an event set when the transaction holds ``first``."""
