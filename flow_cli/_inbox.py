@@ -24,7 +24,7 @@ STATE_WORDS = {0: "ready", 1001: "waiting"}
 
 
 def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
-    from flow_cli._instances import non_negative, positive
+    from flow_cli._instances import batch_size, non_negative, page_size
 
     common = [*parents, db_option()]
     inbox = commands.add_parser(
@@ -38,7 +38,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     inbox.add_argument("--role", metavar="R", help="a role they hold (a node's meta 'role')")
     inbox.add_argument("--graph", metavar="ID", help="only tasks of the graph with this id")
     inbox.add_argument(
-        "--limit", type=positive, default=50, metavar="N", help="show at most N (default 50)"
+        "--limit", type=page_size, default=50, metavar="N", help="show at most N (default 50)"
     )
     inbox.add_argument(
         "--after",
@@ -94,10 +94,23 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     reindex.add_argument(
         "--batch",
-        type=positive,
+        type=batch_size,
         default=500,
         metavar="N",
         help="instances per transaction (default 500)",
+    )
+    reindex.add_argument(
+        "--after",
+        type=non_negative,
+        default=0,
+        metavar="ID",
+        help="start after this row id (to continue an interrupted --all pass)",
+    )
+    reindex.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="report a row that cannot be indexed (malformed, graph missing) and go on; "
+        "exit status 1 at the end if any was skipped",
     )
     reindex.add_argument(
         "--graph",
@@ -227,7 +240,7 @@ class Progress:
 
 def run_reindex(args: argparse.Namespace) -> int:
     from flow.engine import FlowEngine
-    from flow.errors import GraphNotFoundError
+    from flow.errors import FlowError, GraphNotFoundError
     from flow_cli._graphs import load_graph
     from flow_cli._session import GraphRule, Session
     from flow_sqla import reindex
@@ -239,12 +252,21 @@ def run_reindex(args: argparse.Namespace) -> int:
         session.require_index("reindex")
         tty = sys.stdout.isatty()
         progress = Progress(sys.stdout, session.unindexed(args.all) if tty else None)
-        counted = {"seen": 0, "indexed": 0}
+        counted = {"seen": 0, "indexed": 0, "last": args.after}
+        skipped: list[str] = []
 
         def note(seen: int, indexed: int) -> None:
             counted.update(seen=seen, indexed=indexed)
             if tty:
                 progress(seen, indexed)
+
+        def passed(last: int) -> None:
+            counted["last"] = last
+
+        def skip(instance_id: str, error: FlowError) -> None:
+            progress.done()
+            print(f"flow: skipped {instance_id}: {error}", file=sys.stderr)
+            skipped.append(instance_id)
 
         try:
             indexed = reindex(
@@ -255,21 +277,40 @@ def run_reindex(args: argparse.Namespace) -> int:
                 batch_size=args.batch,
                 everything=args.all,
                 progress=note,
+                after=args.after,
+                checkpoint=passed,
+                on_bad_row=skip if args.skip_bad else None,
             )
-        except GraphNotFoundError as exc:
+        except (FlowError, KeyboardInterrupt) as exc:
             progress.done()
+            kept = f"{counted['indexed']:,} instances indexed before it are kept"
+            again = _resume_hint(args, counted["last"])
+            if isinstance(exc, KeyboardInterrupt):
+                print(f"stopped: {counted['indexed']:,} instances indexed; {again}")
+                raise
+            hint = (
+                "give its graph file with --graph, " if isinstance(exc, GraphNotFoundError) else ""
+            )
             raise CliError(
-                f"{exc}; give its graph file with --graph "
-                f"({counted['indexed']:,} instances indexed before it are kept; "
-                "run again to continue)"
+                f"{exc}; {hint}or --skip-bad to go on without it ({kept}; {again})"
             ) from exc
-        except KeyboardInterrupt:
-            progress.done()
-            print(f"stopped: {counted['indexed']:,} instances indexed; run again to continue")
-            raise
         progress.done()
     print(f"indexed {indexed:,} instance(s) of {counted['seen']:,} row(s) in {shown_url(session)}")
+    if skipped:
+        print(
+            f"flow: {len(skipped):,} instance(s) could not be indexed (listed above)",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def _resume_hint(args: argparse.Namespace, last: int) -> str:
+    """How to continue: a plain pass resumes by itself; an --all pass from the last row id
+    of its last committed batch."""
+    if args.all and last:
+        return f"continue with 'flow reindex --all --after {last}'"
+    return "run again to continue"
 
 
 def shown_url(session: Any) -> str:

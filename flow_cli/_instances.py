@@ -37,7 +37,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "them, newest first, one page at a time.",
     )
     instances.add_argument(
-        "--limit", type=positive, default=50, metavar="N", help="show at most N (default 50)"
+        "--limit", type=page_size, default=50, metavar="N", help="show at most N (default 50)"
     )
     instances.add_argument(
         "--status",
@@ -78,13 +78,35 @@ def positive(text: str) -> int:
     return value
 
 
+def page_size(text: str) -> int:
+    """A page size, 1 to ``MAX_PAGE_SIZE`` (an argparse type)."""
+    from flow.workflow import MAX_PAGE_SIZE
+
+    value = positive(text)
+    if value > MAX_PAGE_SIZE:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_PAGE_SIZE}, got {text!r}")
+    return value
+
+
+def batch_size(text: str) -> int:
+    """Instances per reindex transaction, 1 to ``flow_sqla.reindex.MAX_BATCH_SIZE``."""
+    from flow_sqla.reindex import MAX_BATCH_SIZE
+
+    value = positive(text)
+    if value > MAX_BATCH_SIZE:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_BATCH_SIZE}, got {text!r}")
+    return value
+
+
 def non_negative(text: str) -> int:
-    """An integer of at least 0 (an argparse type for cursors)."""
+    """A cursor: an integer from 0 to ``MAX_CURSOR`` (an argparse type)."""
+    from flow.workflow import MAX_CURSOR
+
     try:
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
+    if not 0 <= value <= MAX_CURSOR:
         raise argparse.ArgumentTypeError(f"expected a cursor (an integer >= 0), got {text!r}")
     return value
 

@@ -1,16 +1,23 @@
 """Rebuilding the task index for rows written without it (the Go plugin, ``index=False``, or
-before revision ``flow0004``), in batches: one transaction per batch, resumable."""
+before revision ``flow0004``), in batches: one transaction per batch, resumable.
+
+A batch is a window of the instance table in ``id`` order, found by a primary-key range (the
+next ``batch_size`` ids): each row is read once per pass however many rows are left, where
+``WHERE status IS NULL ORDER BY id`` would make the server sort every remaining unindexed
+row for every batch — quadratic on the millions of rows a Go-plugin database may hold.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
-from flow.errors import GraphNotFoundError
+from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
 from flow_sqla._engine import engine_for
 from flow_sqla.tables import FlowTables
@@ -19,9 +26,21 @@ from flow_sqla.wiring import sql_workflow
 if TYPE_CHECKING:
     from flow.engine import FlowEngine
     from flow.workflow.controllers import StateController
+    from flow.workflow.executor import WorkflowExecutor
 
 #: Instances per transaction.
 BATCH_SIZE = 500
+#: The most instances one transaction may take (its rows are all held in memory and locked).
+MAX_BATCH_SIZE = 100_000
+
+
+class _BadRow(Exception):
+    """Carries a row's typed error out of its batch's transaction (which then rolls back)."""
+
+    def __init__(self, instance_id: str, error: FlowError) -> None:
+        super().__init__(instance_id)
+        self.instance_id = instance_id
+        self.error = error
 
 
 def reindex(
@@ -33,48 +52,118 @@ def reindex(
     batch_size: int = BATCH_SIZE,
     everything: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    after: int = 0,
+    checkpoint: Callable[[int], None] | None = None,
+    on_bad_row: Callable[[str, FlowError], None] | None = None,
 ) -> int:
     """Compute status and open tasks of every instance whose row has none (NULL ``status``),
     ``batch_size`` rows per transaction, in ``id`` order; returns how many were indexed.
 
     Interrupted, it simply continues next time: indexed rows are no longer NULL. With
     ``everything=True`` every row is recomputed (after running with ``index=False`` or the Go
-    plugin on the same tables). ``progress(rows_seen, indexed)`` is called after each batch.
+    plugin on the same tables); such a pass resumes with ``after`` = the last id passed to
+    ``checkpoint``, which is called after each committed batch. ``progress(rows_seen,
+    indexed)`` is called after each batch.
+
+    Only the task index is written: ``updater``/``update_time`` keep the last real change,
+    and a closed instance's ``finish_time`` and its open tasks' opening time are taken from
+    that ``update_time`` (the row holds no better clock; lineages start empty).
+
     The graph of a row is the engine's graph with the stored graph's id (else the one in its
-    state keys), else the stored graph itself; raises ``GraphNotFoundError`` naming the
-    instance when there is none, ``SnapshotError`` for a malformed row — the batch is rolled
-    back and the rows before it stay indexed.
+    state keys), else the stored graph itself. A row that cannot be indexed — no graph
+    (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored graph that does not
+    load (``GraphDefinitionError``), a walk that fails — raises its typed error naming the
+    instance; its batch is rolled back and the batches before it stay indexed. With
+    ``on_bad_row(instance_id, error)`` such a row is reported instead, left unindexed, and the
+    pass goes on.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
+    if isinstance(after, bool) or after < 0:
+        raise ValueError(f"after must be a row id (0 or more), got {after!r}")
     db = engine_for(bind)
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
-    repository: Any = executor.state_repository
-    r = tables.repository
-    stmt = sa.select(r.c.id, r.c.instant_id, r.c.graph, r.c.states).order_by(r.c.id)
-    if not everything:
-        stmt = stmt.where(r.c.status.is_(None))
-    last, seen, indexed = 0, 0, 0
+    batch = _Batch(executor, engine, tables, everything)
+    last, seen, indexed = after, 0, 0
+    skipped: set[str] = set()
     while True:
-        with db.begin() as conn:
-            rows = conn.execute(stmt.where(r.c.id > last).limit(batch_size)).all()
-            for row in rows:
-                graph = _graph_of(engine, row.instant_id, row.graph, row.states)
-                ctx = repository.restore_context(row.instant_id, connection=conn)
-                indexed += executor.reindex(graph, ctx)
-        if not rows:
+        try:
+            with db.begin() as conn:
+                window, wanted, done = batch.run(conn, last, batch_size, skipped)
+        except _BadRow as bad:
+            if on_bad_row is None:
+                raise bad.error from bad.error.__cause__
+            on_bad_row(bad.instance_id, bad.error)
+            skipped.add(bad.instance_id)
+            continue  # the same window again, without that row
+        if not window:
             return indexed
-        last = rows[-1].id
-        seen += len(rows)
+        last = window[-1]
+        seen += wanted
+        indexed += done
+        if checkpoint is not None:
+            checkpoint(last)
         if progress is not None:
             progress(seen, indexed)
 
 
-def _graph_of(engine: FlowEngine, instance_id: str, doc: Any, states: Any) -> Graph:
-    if isinstance(doc, str):  # a document encoded twice, or (Go plugin) the bare graph id
-        text = doc.strip()
-        doc = json.loads(text) if text.startswith("{") else {"id": text} if text else None
+class _Batch:
+    """One window of rows indexed inside the caller's transaction."""
+
+    def __init__(
+        self, executor: WorkflowExecutor, engine: FlowEngine, tables: FlowTables, all_rows: bool
+    ) -> None:
+        self.executor = executor
+        self.engine = engine
+        self.repository: Any = executor.state_repository
+        self.all_rows = all_rows
+        r = tables.repository
+        self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
+        # The JSON columns as text: a row that does not decode is reported by its id below,
+        # not as a driver error that hides which row of the batch it was.
+        self._rows = sa.select(
+            r.c.id,
+            r.c.instant_id,
+            sa.type_coerce(r.c.graph, sa.Text()).label("graph"),
+            sa.type_coerce(r.c.states, sa.Text()).label("states"),
+            r.c.update_time,
+        ).order_by(r.c.id)
+        self._r = r
+
+    def run(
+        self, conn: Connection, last: int, size: int, skipped: set[str]
+    ) -> tuple[list[int], int, int]:
+        """Index the rows of the next window after ``last``: the window's ids, how many of
+        its rows were to be indexed and how many instances were. A bad row raises
+        :class:`_BadRow`."""
+        r = self._r
+        window = conn.execute(self._ids.where(r.c.id > last).limit(size)).all()
+        ids = [row.id for row in window]
+        wanted = [row.id for row in window if self.all_rows or row.status is None]
+        if not wanted:
+            return ids, 0, 0
+        done = 0
+        for row in conn.execute(self._rows.where(r.c.id.in_(wanted))):
+            if row.instant_id in skipped:
+                continue
+            try:
+                done += self._index(conn, row)
+            except FlowError as exc:
+                raise _BadRow(row.instant_id, exc) from exc
+        return ids, len(wanted), done
+
+    def _index(self, conn: Connection, row: Any) -> bool:
+        instance_id = row.instant_id
+        graph = _graph_of(self.engine, instance_id, row.graph, row.states)
+        ctx = self.repository.restore_context(instance_id, connection=conn)
+        as_of = row.update_time if isinstance(row.update_time, datetime) else None
+        return self.executor.reindex(graph, ctx, as_of=as_of)
+
+
+def _graph_of(engine: FlowEngine, instance_id: str, graph_value: Any, states_text: Any) -> Graph:
+    doc = _graph_doc(instance_id, graph_value)
+    states = _decoded(instance_id, "states", states_text)
     graph_id = doc.get("id") if isinstance(doc, dict) else None
     if graph_id is None and isinstance(states, dict) and states:
         graph_id = str(next(iter(states))).split(":", 1)[0]
@@ -82,8 +171,43 @@ def _graph_of(engine: FlowEngine, instance_id: str, doc: Any, states: Any) -> Gr
     if loaded is not None:
         return loaded
     if isinstance(doc, dict) and ("layout" in doc or "nodes" in doc):
-        return Graph.from_dict(doc)
+        try:
+            return Graph.from_dict(doc)
+        except GraphDefinitionError as exc:
+            raise GraphDefinitionError(
+                f"The stored graph of instance {instance_id!r} does not load: {exc}",
+                graph_id=exc.graph_id,
+                problems=exc.problems,
+            ) from exc
     raise GraphNotFoundError(f"{graph_id} (instance {instance_id!r})")
 
 
-__all__ = ["BATCH_SIZE", "reindex"]
+def _graph_doc(instance_id: str, value: Any) -> dict[str, Any] | None:
+    """The stored ``graph`` as a document: a JSON object; a JSON string holding one (encoded
+    twice); or — as the Go plugin may store it, quoted or bare — only the graph's id."""
+    for _ in range(2):
+        if not isinstance(value, str | bytes):
+            break
+        text = value.decode() if isinstance(value, bytes) else value
+        text = text.strip()
+        if not text.startswith(("{", '"')):
+            return {"id": text} if text else None
+        value = _decoded(instance_id, "graph", text)
+    return value if isinstance(value, dict) else None
+
+
+def _decoded(instance_id: str, column: str, text: Any) -> Any:
+    """A JSON column's value: decoded from text, as is when the driver decoded it (psycopg)."""
+    if not isinstance(text, str | bytes):
+        return text
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SnapshotError(
+            f"Column {column!r} is not JSON: {exc}", instance_id=instance_id
+        ) from exc
+
+
+__all__ = ["BATCH_SIZE", "MAX_BATCH_SIZE", "reindex"]

@@ -258,7 +258,7 @@ class SqlStateRepository:
         self._held_table = self.tables.repository.fullname
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
-        self._updates: dict[tuple[bool, bool], Executable] = {}
+        self._updates: dict[tuple[bool, bool, bool], Executable] = {}
         self._graph_docs: dict[int, tuple[Graph, str]] = {}
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
@@ -442,14 +442,19 @@ class SqlStateRepository:
             self._upserts[(with_graph, with_index)] = stmt
         return stmt
 
-    def _update_statement(self, with_graph: bool, with_index: bool = False) -> Executable:
-        """The flush of a row this operation holds locked: a plain UPDATE by ``row_key``."""
-        stmt = self._updates.get((with_graph, with_index))
+    def _update_statement(
+        self, with_graph: bool, with_index: bool = False, audited: bool = True
+    ) -> Executable:
+        """The flush of a row this operation holds locked: a plain UPDATE by ``row_key`` —
+        of the index columns only when ``audited`` is false."""
+        shape = (with_graph, with_index, audited)
+        stmt = self._updates.get(shape)
         if stmt is None:
-            columns = (*_BASE_COLUMNS, *_extra_columns(with_graph, with_index))
+            base = _BASE_COLUMNS if audited else ()
+            columns = (*base, *_extra_columns(with_graph, with_index))
             key = sa.bindparam(_ROW_KEY, type_=self.tables.repository.c.instant_id.type)
             values = {name: self._bind(name) for name in columns}
-            stmt = self._updates[(with_graph, with_index)] = self._dialect.update_row(key, values)
+            stmt = self._updates[shape] = self._dialect.update_row(key, values)
         return stmt
 
     def _bind(self, name: str) -> sa.BindParameter[Any]:
@@ -548,6 +553,9 @@ class SqlStateRepository:
             "updater": self._who(ctx),
             "update_time": utc_now(),
         }
+        # Only the index changed (a reindex, an older row indexed on first touch): the UPDATE
+        # leaves states, vars, updater and update time as the last real change left them.
+        audited = op.states != base.states or new_vars != base_vars
         if write_graph and op.graph is not None:
             row["graph"] = self._graph_doc(op.graph)
         if with_index and new_index is not None:
@@ -559,8 +567,8 @@ class SqlStateRepository:
         todo = None
         if with_index and new_index is not None:
             todo = self._todo.changes(op.instance_id, base.aggregate, new_index)
-        if not (todo and self._merged_update(op, row, with_graph, todo)):
-            if not self._update(op, row, with_graph, with_index):
+        if not (todo and self._merged_update(op, row, with_graph, todo, audited)):
+            if not self._update(op, row, with_graph, with_index, audited):
                 self._upsert(op, row, with_graph, with_index)
             if todo:
                 self._todo.write(op.conn, todo)
@@ -602,7 +610,12 @@ class SqlStateRepository:
         self._known.pop(op.instance_id)
 
     def _merged_update(
-        self, op: _Operation, row: dict[str, Any], with_graph: bool, todo: TodoChanges
+        self,
+        op: _Operation,
+        row: dict[str, Any],
+        with_graph: bool,
+        todo: TodoChanges,
+        audited: bool = True,
     ) -> bool:
         """The row's UPDATE and the todo changes as one statement, where the dialect can
         (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
@@ -611,12 +624,12 @@ class SqlStateRepository:
         how = self._dialect.index_merge
         if how is None:
             return False
-        update = self._update_statement(with_graph, True)
+        update = self._update_statement(with_graph, True, audited)
         assert isinstance(update, sa.Update)
         stmt = self._todo.merged(update, todo, how)
         if stmt is None:
             return False
-        params = {**row, _ROW_KEY: op.instance_id, **todo.params()}
+        params = {**_updated(row, audited), _ROW_KEY: op.instance_id, **todo.params()}
         matched = self._execute(op.conn, stmt, params).rowcount
         if how == "join_update":
             return bool(matched == todo.joined_rowcount())
@@ -634,13 +647,18 @@ class SqlStateRepository:
         self._execute(op.conn, self._upsert_statement(with_graph, with_index), row)
 
     def _update(
-        self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool = False
+        self,
+        op: _Operation,
+        row: dict[str, Any],
+        with_graph: bool,
+        with_index: bool = False,
+        audited: bool = True,
     ) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
         transaction by the caller's own code), so the upsert recreates it."""
-        params = {**row, _ROW_KEY: op.instance_id}
-        result = self._execute(op.conn, self._update_statement(with_graph, with_index), params)
-        return bool(result.rowcount)
+        params = {**_updated(row, audited), _ROW_KEY: op.instance_id}
+        stmt = self._update_statement(with_graph, with_index, audited)
+        return bool(self._execute(op.conn, stmt, params).rowcount)
 
     def _graph_doc(self, graph: Graph) -> str:
         """``graph.to_dict()`` as JSON text, encoded once per graph object (graphs are
@@ -944,6 +962,13 @@ def _object_or_none(text: str) -> dict[str, Any] | None:
 def _id_of(doc: Mapping[str, Any]) -> str | None:
     graph_id = doc.get("id")
     return graph_id if isinstance(graph_id, str) and graph_id else None
+
+
+def _updated(row: dict[str, Any], audited: bool) -> dict[str, Any]:
+    """The values an UPDATE of ``row`` binds: without the audited columns when it leaves them."""
+    if audited:
+        return row
+    return {name: value for name, value in row.items() if name not in _BASE_COLUMNS}
 
 
 def _extra_columns(with_graph: bool, with_index: bool) -> tuple[str, ...]:

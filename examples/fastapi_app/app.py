@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import (
+    MAX_CURSOR,
     ActorStateController,
     ConcurrentSubmitError,
     InstanceClosedError,
@@ -251,7 +252,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
     def inbox(
         actor: Actor,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        after: Annotated[int | None, Query(ge=0)] = None,
+        after: Annotated[int | None, Query(ge=0, le=MAX_CURSOR)] = None,
     ) -> InboxPage:
         """What waits for the caller, oldest first: one indexed query per page."""
         who = FlowContext.of(None, {"actor": actor})

@@ -8,6 +8,8 @@ nodes wait for a person and who may operate them.
 from __future__ import annotations
 
 from flow.workflow.aggregate import (
+    MAX_CURSOR,
+    MAX_PAGE_SIZE,
     IndexedTask,
     IndexRead,
     InstanceIndex,
@@ -41,6 +43,8 @@ from flow.workflow.states import TaskAction, TaskState
 from flow.workflow.task import Task
 
 __all__ = [
+    "MAX_CURSOR",
+    "MAX_PAGE_SIZE",
     "ActorStateController",
     "BlockStateController",
     "ConcurrentSubmitError",

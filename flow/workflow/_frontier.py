@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from flow.context import FlowContext
@@ -123,12 +124,15 @@ def build_index(
     submitted: Node | None = None,
     action: TaskAction | None = None,
     reopened: Mapping[str, tuple[str, ...]] | None = None,
+    now: datetime | None = None,
 ) -> InstanceIndex:
     """The aggregate of the instance after an operation (states as the unit holds them now).
 
     Tasks still open keep their lineage and opening time; a task opened by a forward of
     ``submitted`` gets ``submitted``'s lineage plus ``submitted``; one re-opened by a back gets
     the part of that lineage before it; ``reopened`` sets lineages explicitly (send-back).
+    ``now`` (default: the clock) stamps tasks opened and a status closed by it (a reindex
+    passes the time the stored states were written).
     """
     stored = read.stored
     if (
@@ -139,7 +143,7 @@ def build_index(
         return stored
     found = frontier(executor, graph, ctx)
     before = {t.node_id: t for t in stored.tasks} if stored is not None else {}
-    now = utc_now()
+    now = utc_now() if now is None else now
     prefix = f"{graph.id}:"
     controller = executor.state_controller
     tasks = []

@@ -31,6 +31,13 @@ def utc_now() -> datetime:
 #: How many earlier tasks an open task remembers (its lineage keeps the last ones).
 LINEAGE_LIMIT = 32
 
+#: The largest page a query returns: a page is one statement whose rows are all held in
+#: memory, so an unbounded ``limit`` (from a URL, say) would be a way to exhaust it.
+MAX_PAGE_SIZE = 10_000
+
+#: The largest cursor: cursors are row ids, 64-bit signed integers on every dialect.
+MAX_CURSOR = 2**63 - 1
+
 
 class InstanceStatus(IntEnum):
     """Where an instance stands. COMPLETED and TERMINATED are recomputed from the node states
@@ -165,6 +172,8 @@ class SupportsTaskIndex(Protocol):
 
 __all__ = [
     "LINEAGE_LIMIT",
+    "MAX_CURSOR",
+    "MAX_PAGE_SIZE",
     "IndexRead",
     "IndexedTask",
     "InstanceIndex",

@@ -27,6 +27,8 @@ from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
 from flow.workflow._send_back import send_back_target
 from flow.workflow.aggregate import (
+    MAX_CURSOR,
+    MAX_PAGE_SIZE,
     IndexRead,
     InstanceIndex,
     InstanceStatus,
@@ -318,18 +320,24 @@ class WorkflowExecutor:
                 self.recorder.record(ctx, record)
         return True
 
-    def reindex(self, graph: Graph | str, ctx: FlowContext) -> bool:
+    def reindex(
+        self, graph: Graph | str, ctx: FlowContext, *, as_of: datetime | None = None
+    ) -> bool:
         """Recompute and store the aggregate of ``ctx.instance_id`` from its stored states
         (lineages start empty; a WITHDRAWN status is kept). False when the instance has no
         state (nothing stored). For rows written by the Go plugin or before the index existed;
-        ``flow_sqla.reindex`` runs it over a whole table in batches."""
+        ``flow_sqla.reindex`` runs it over a whole table in batches.
+
+        ``as_of`` (naive UTC; default now) is when the stored states were reached — the time
+        a closed instance finished and its open tasks opened, as far as the index can tell.
+        Only the index changes: the instance's updater and update time stay as they were."""
         root = self._graph(graph)
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):
             read = index.index_read(ctx)
             if not read.states and read.stored is None:
                 return False
-            fresh = build_index(self, root, ctx, read, read.states)
+            fresh = build_index(self, root, ctx, read, read.states, now=as_of)
             if not fresh.same_as(read.stored):
                 index.index_write(ctx, fresh)
         return True
@@ -701,9 +709,15 @@ def _closed_to(read: IndexRead, action: TaskAction) -> bool:
 
 
 def _check_page(limit: int, after: int | None) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise InvalidQueryError(f"limit must be a positive integer, got {limit!r}")
-    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+    """A page size of 1..MAX_PAGE_SIZE and a cursor a row id can be (0..MAX_CURSOR): beyond
+    them a driver would raise ``OverflowError`` or fetch without bound."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidQueryError(
+            f"limit must be an integer from 1 to {MAX_PAGE_SIZE}, got {limit!r}"
+        )
+    if after is not None and (
+        isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
+    ):
         raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
 
 

@@ -5,6 +5,7 @@ index=False and reindex."""
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import sqlalchemy as sa
 from _support import approve, count_rows, counting, ctx, executor, migrate, raw_row
 
 from flow import FlowContext
+from flow.errors import GraphDefinitionError, SnapshotError
 from flow.workflow import (
     IndexUnavailableError,
     InstanceClosedError,
@@ -21,6 +23,7 @@ from flow.workflow import (
     TaskState,
 )
 from flow_sqla import migrations, reindex
+from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
     check_invariants,
@@ -451,6 +454,108 @@ def test_reindex_indexes_rows_written_without_the_index(db: sa.Engine) -> None:
     ] * 6
     # Resumable: nothing left to do.
     assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 0
+
+
+def _set_row(db: sa.Engine, instance_id: str, **values: Any) -> None:
+    """Write columns of an instance row behind the library's back (as another writer would)."""
+    names = ", ".join(f"{name} = :{name}" for name in values)
+    with db.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE bpm_flow_repository SET {names} WHERE instant_id = :i"),
+            {**values, "i": instance_id},
+        )
+
+
+def _audit(db: sa.Engine, instance_id: str) -> tuple[Any, ...]:
+    with db.connect() as conn:
+        row = conn.execute(
+            sa.text(
+                "SELECT updater, update_time, finish_time FROM bpm_flow_repository "
+                "WHERE instant_id = :i"
+            ),
+            {"i": instance_id},
+        ).one()
+    return tuple(
+        datetime.fromisoformat(v) if isinstance(v, str) and v[:1] == "2" else v for v in row
+    )
+
+
+def test_reindex_writes_only_the_index_and_dates_it_by_the_last_change(db: sa.Engine) -> None:
+    """A reindex is bookkeeping: the row's updater and update time stay those of the last
+    real step, and the finish time and the open task's opening time are that update time,
+    not the hour the reindex ran."""
+    plain = executor(db, index=False)
+    approve(plain, "d-open", "employee", amount=1)
+    approve(plain, "d-done", "employee", amount=1)
+    approve(plain, "d-done", "manager")
+    stepped = datetime(2020, 5, 4, 3, 2, 1)
+    for instance_id in ("d-open", "d-done"):
+        _set_row(db, instance_id, update_time=stepped)
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 2
+    indexed = executor(db, index=True)
+    assert _audit(db, "d-open") == ("employee", stepped, None)
+    assert _audit(db, "d-done") == ("manager", stepped, stepped)
+    (task,) = indexed.open_tasks("d-open")
+    assert (task.node_id, task.opened_at) == ("manager", stepped)
+    assert indexed.instances(status=InstanceStatus.COMPLETED)[0].finished_at == stepped
+
+
+@pytest.mark.parametrize("column", ["states", "graph"])
+def test_reindex_names_a_row_that_does_not_decode_and_can_skip_it(
+    db: sa.Engine, column: str
+) -> None:
+    plain = executor(db, index=False)
+    for n in range(5):
+        approve(plain, f"b-{n}", "employee", amount=1)
+    if db.dialect.name != "sqlite":
+        pytest.skip(f"{db.dialect.name} refuses to store text that is not JSON in {column}")
+    _set_row(db, "b-2", **{column: '{"oa:apply": 10'})
+    with pytest.raises(SnapshotError, match="'b-2'") as raised:
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), batch_size=2)
+    assert raised.value.instance_id == "b-2"
+    indexed = executor(db, index=True)
+    assert [indexed.status(f"b-{n}") for n in range(5)] == [InstanceStatus.RUNNING] * 2 + [None] * 3
+    bad: list[tuple[str, str]] = []
+
+    def note(instance_id: str, error: Exception) -> None:
+        bad.append((instance_id, type(error).__name__))
+
+    controller = controller_oa()
+    assert (
+        reindex(db, flow_engine_oa(), state_controller=controller, batch_size=2, on_bad_row=note)
+        == 2
+    )
+    assert bad == [("b-2", "SnapshotError")]
+    assert [indexed.status(f"b-{n}") for n in range(5)] == [
+        InstanceStatus.RUNNING, InstanceStatus.RUNNING, None,
+        InstanceStatus.RUNNING, InstanceStatus.RUNNING,
+    ]  # fmt: skip
+
+
+def test_reindex_names_an_instance_whose_stored_graph_does_not_load(db: sa.Engine) -> None:
+    plain = executor(db, index=False)
+    approve(plain, "s-1", "employee", amount=1)
+    _set_row(db, "s-1", graph='{"id": "zz", "layout": 7}', states='{"zz:apply": 1002}')
+    with pytest.raises(GraphDefinitionError, match="instance 's-1'"):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa())
+
+
+def test_an_everything_pass_resumes_after_its_checkpoint(db: sa.Engine) -> None:
+    plain = executor(db, index=False)
+    for n in range(5):
+        approve(plain, f"r-{n}", "employee", amount=1)
+    passed: list[int] = []
+    everything = {"everything": True, "state_controller": controller_oa(), "batch_size": 2}
+    assert reindex(db, flow_engine_oa(), checkpoint=passed.append, **everything) == 5
+    assert len(passed) == 3 and passed == sorted(passed)
+    assert reindex(db, flow_engine_oa(), after=passed[0], **everything) == 3
+    assert reindex(db, flow_engine_oa(), after=passed[-1], **everything) == 0
+
+
+def test_reindex_refuses_a_batch_size_or_start_out_of_range(db: sa.Engine) -> None:
+    for bad in ({"batch_size": 0}, {"batch_size": MAX_BATCH_SIZE + 1}, {"after": -1}):
+        with pytest.raises(ValueError):
+            reindex(db, flow_engine_oa(), state_controller=controller_oa(), **bad)
 
 
 def flow_engine_oa() -> Any:

@@ -120,3 +120,10 @@ def test_send_back_refusals_write_nothing(client: TestClient) -> None:
     assert withdrawn.status_code == 200
     closed = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=EMPLOYEE)
     assert closed.status_code == 409
+
+
+def test_an_inbox_cursor_past_any_row_id_is_refused(client: TestClient) -> None:
+    for after in (2**63, 10**23, -1):
+        refused = client.get("/inbox", params={"after": after}, headers=MANAGER)
+        assert refused.status_code == 422, refused.text
+    assert client.get("/inbox", params={"after": 2**63 - 1}, headers=MANAGER).json()["tasks"] == []

@@ -3,12 +3,16 @@ withdraw, send-back and their errors (aggregate.md §1-§5)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aggregate_walk import controller, flow_engine
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import (
+    MAX_CURSOR,
+    MAX_PAGE_SIZE,
     ActorStateController,
     BlockStateController,
     IndexUnavailableError,
@@ -228,6 +232,29 @@ def test_queries_check_their_arguments(ex: WorkflowExecutor) -> None:
     with pytest.raises(InvalidQueryError, match="status"):
         ex.instances(status=99)  # type: ignore[arg-type]
     assert ex.status("unknown") is None and ex.open_tasks("unknown") == []
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        {"limit": MAX_PAGE_SIZE + 1},
+        {"limit": 10**30},
+        {"after": MAX_CURSOR + 1},
+        {"after": 10**23},
+        {"limit": True},
+        {"after": 2.5},
+    ],
+)
+def test_a_page_past_what_a_query_can_serve_is_refused(
+    ex: WorkflowExecutor, page: dict[str, Any]
+) -> None:
+    """Beyond a 64-bit row id or the page-size cap a driver would overflow or fetch without
+    bound: the executor refuses first, on every repository."""
+    with pytest.raises(InvalidQueryError):
+        ex.inbox(_ctx("x", actor="alice"), **page)
+    with pytest.raises(InvalidQueryError):
+        ex.instances(**page)
+    assert ex.instances(limit=MAX_PAGE_SIZE, after=MAX_CURSOR) == []
 
 
 class _PlainRepository:
