@@ -41,7 +41,7 @@ from flow_cli._errors import CliError
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from flow.workflow import WorkflowExecutor
+    from flow.workflow import TaskRecord, TaskRecorder, WorkflowExecutor
     from flow_sqla import HistoryEntry, Snapshot, SqlStateRepository
     from flow_sqla.tables import TableNames
 
@@ -352,17 +352,23 @@ class Session:
         closed. A closed instance is a :class:`CliError` naming its status."""
         self.require_index("withdraw")
         executor = self.executor(graph)
-        open_before = [t.node_id for t in executor.open_tasks(instance_id)]
+        # What the withdraw closed, as its own history rows say (one per task, written in its
+        # transaction) — not the index read beforehand, which an instance not yet reindexed
+        # lacks and another writer may change meanwhile.
+        closed = _NodesRecorded(executor.recorder)
+        executor.recorder = closed
         with self.context(instance_id, actor=actor) as ctx:
             done = executor.withdraw(graph, ctx, message=message)
         if not done:
             status = executor.status(instance_id)
-            named = "not indexed" if status is None else status.name
+            named = (
+                status.name if status is not None else self.standing(instance_id, graph).describe()
+            )
             raise CliError(
                 f"instance {instance_id!r} is not running ({named}); "
                 "only a running instance can be withdrawn"
             )
-        return open_before
+        return closed.node_ids
 
     def send_back(
         self, instance_id: str, graph: Graph, node: Node, *, actor: str | None, message: str | None
@@ -380,13 +386,30 @@ class Session:
         return [graph.get_node_or_throw(t.node_id) for t in executor.open_tasks(instance_id)]
 
     def not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
+        from flow.workflow import InstanceStatus
+
         snap = self.snapshot(instance_id)
         where = standing_of(graph, snap.states, snap.vars).describe()
+        if self.indexed and self.executor(graph).status(instance_id) == InstanceStatus.WITHDRAWN:
+            where = "withdrawn (only a restart changes it)"
         who = f"actor {actor!r}" if actor else "no actor (give --actor)"
         return (
             f"node {node.id!r} of instance {instance_id!r} is not a waiting task for {who}; "
             f"the instance stands at: {where}"
         )
+
+
+class _NodesRecorded:
+    """A history recorder that also notes the node of every record it passes on."""
+
+    def __init__(self, inner: TaskRecorder | None) -> None:
+        self.inner = inner
+        self.node_ids: list[str] = []
+
+    def record(self, ctx: FlowContext, record: TaskRecord) -> None:
+        if self.inner is not None:
+            self.inner.record(ctx, record)
+        self.node_ids.append(record.task_id)
 
 
 # -- helpers without a database ---------------------------------------------------------------

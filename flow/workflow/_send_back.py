@@ -36,7 +36,10 @@ def send_back_target(
         return SendBackError(instance_id, graph.id, task.node_id, reason)
 
     if not task.lineage:
-        raise refuse("it is the first task of the instance (its lineage is empty)")
+        raise refuse(
+            "its lineage is empty: it is the first task of the instance, or it was opened "
+            "before the instance was reindexed (a reindex cannot tell who sent a task)"
+        )
     previous = graph.get_node(task.lineage[-1])
     if previous is None or previous.type != NodeType.ACTIVITY:
         raise refuse(f"the task before it, {task.lineage[-1]!r}, is not an activity of the graph")

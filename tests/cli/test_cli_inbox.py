@@ -79,6 +79,11 @@ def test_inbox_usage_errors(flow: Flow, migrated: str) -> None:
     bad = flow("inbox", "--actor", "x", "--after", "-1", "--db", migrated)
     assert bad.code == 2
     assert "expected a cursor" in single_error_line(bad)
+    for command in (["inbox", "--actor", "x"], ["instances", "--status", "running"]):
+        huge = flow(*command, "--after", str(10**23), "--db", migrated)
+        assert huge.code == 2 and "expected a cursor" in single_error_line(huge)
+        many = flow(*command, "--limit", str(10**23), "--db", migrated)
+        assert many.code == 2 and "expected at most 10000" in single_error_line(many)
 
 
 def test_inbox_by_role_and_graph(flow: Flow, migrated: str) -> None:
@@ -145,6 +150,7 @@ def test_withdraw_closes_every_open_task_once(flow: Flow, migrated: str) -> None
     assert history_count(flow, migrated, "w-1") == 2
     refused = flow("submit", "w-1", "manager", "forward", "--db", migrated)
     assert refused.code == 1
+    assert "the instance stands at: withdrawn" in single_error_line(refused)
     unknown = flow("withdraw", "nope", "--db", migrated)
     assert "no instance 'nope'" in single_error_line(unknown)
 
@@ -203,6 +209,26 @@ def _store_graph_as_id(db: str, instance_id: str) -> None:
         engine.dispose()
 
 
+def test_withdraw_of_an_instance_not_yet_reindexed_reports_what_it_closed(
+    flow: Flow, migrated: str
+) -> None:
+    _unindexed(migrated, "u-1", "u-2")
+    done = flow("withdraw", "u-1", "--actor", "employee", "--graph", OA, "--db", migrated)
+    assert done.code == 0, done.err
+    assert done.out.strip() == "withdrew u-1 by employee; terminated: manager"
+    wf = sql_workflow(migrated, FlowEngine(), state_controller=ActorStateController())
+    try:
+        ctx = FlowContext.of("u-2", {"actor": "manager"})
+        wf.submit_task_if_waiting(wf.claim_task(Graph.from_file(OA), ctx), TaskAction.FORWARD, ctx)
+        sql = "UPDATE bpm_flow_repository SET status = NULL WHERE instant_id = 'u-2'"
+        with wf.state_repository.engine.begin() as conn:  # type: ignore[attr-defined]
+            conn.execute(sa.text(sql))
+    finally:
+        wf.state_repository.engine.dispose()  # type: ignore[attr-defined]
+    finished = flow("withdraw", "u-2", "--graph", OA, "--db", migrated)
+    assert "instance 'u-2' is not running (finished)" in single_error_line(finished)
+
+
 def test_reindex_in_batches_resumes_after_a_missing_graph(flow: Flow, migrated: str) -> None:
     _unindexed(migrated, "go-1", "go-2", "go-3", "go-4")
     _store_graph_as_id(migrated, "go-3")
@@ -225,6 +251,44 @@ def test_reindex_in_batches_resumes_after_a_missing_graph(flow: Flow, migrated: 
     assert nothing.out.startswith("indexed 0 instance(s) of 0 row(s)")
     everything = flow("reindex", "--all", "--graph", OA, "--db", migrated)
     assert everything.out.startswith("indexed 4 instance(s) of 4 row(s)")
+
+
+def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migrated: str) -> None:
+    if not migrated.startswith("sqlite"):
+        pytest.skip("only SQLite stores text that is not JSON in a JSON column")
+    _unindexed(migrated, "m-1", "m-2", "m-3")
+    engine = sa.create_engine(migrated)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE bpm_flow_repository SET states = '{\"oa:' WHERE instant_id = 'm-2'")
+            )
+    finally:
+        engine.dispose()
+    failed = flow("reindex", "--db", migrated)
+    assert failed.code == 1
+    line = single_error_line(failed)
+    assert "'m-2'" in line and "not JSON" in line and "--skip-bad" in line
+    skipping = flow("reindex", "--skip-bad", "--db", migrated)
+    assert skipping.code == 1
+    assert skipping.out.startswith("indexed 2 instance(s) of 3 row(s)")
+    assert "skipped m-2:" in skipping.err and "1 instance(s) could not be indexed" in skipping.err
+    inbox = table(flow("inbox", "--actor", "manager", "--db", migrated).out)
+    assert [r[0] for r in inbox] == ["m-1", "m-3"]
+
+
+def test_reindex_all_continues_after_a_row_id(flow: Flow, migrated: str) -> None:
+    _unindexed(migrated, "a-1", "a-2", "a-3")
+    engine = sa.create_engine(migrated)
+    try:
+        with engine.connect() as conn:
+            first = conn.execute(sa.text("SELECT MIN(id) FROM bpm_flow_repository")).scalar_one()
+    finally:
+        engine.dispose()
+    rest = flow("reindex", "--all", "--after", str(first), "--db", migrated)
+    assert rest.code == 0, rest.err
+    assert rest.out.startswith("indexed 2 instance(s) of 2 row(s)")
+    assert flow("reindex", "--batch", str(10**6), "--db", migrated).code == 2
 
 
 def _shown(url: str) -> str:
