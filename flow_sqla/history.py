@@ -19,8 +19,9 @@ from sqlalchemy.engine import Connection, Engine
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
+from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.records import TaskRecord
-from flow.workflow.states import TaskState
+from flow.workflow.states import TaskAction, TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
 from flow_sqla._limits import GraphChecks, check_id, check_message, check_readable
@@ -31,6 +32,8 @@ from flow_sqla.errors import InvalidArgumentError
 from flow_sqla.tables import FlowTables
 
 _NAME_LENGTH = 64
+#: Stored action codes to actions (an unknown code reads as ``None``).
+_ACTIONS: dict[int, TaskAction] = {int(action): action for action in TaskAction}
 #: The columns of an entry, in the order :meth:`TaskHistoryRecorder._entry` takes them
 #: (``variables`` follows, read as text).
 _ENTRY_COLUMNS = (
@@ -59,7 +62,10 @@ class HistoryEntry:
 
     Node types are the stored ``NodeType`` names (``"ACTIVITY"``); node names are ``""`` for
     nodes without a title (what the Go plugin writes); ``status`` is the action's target
-    state; ``variables`` are decoded; ``created_at`` is naive UTC. ``problem`` is ``None`` for
+    state; ``action`` the ``TaskAction`` that wrote the row (BACK and BACK_JUMP both end
+    WAITING or UNKNOWN), ``None`` for rows written without it (the Go plugin, ``index=False``,
+    before revision ``flow0004``) and when the recorder does not write it either;
+    ``variables`` are decoded; ``created_at`` is naive UTC. ``problem`` is ``None`` for
     a sound row; for a row whose ``variables`` cannot be decoded (not JSON, nested deeper than
     Python decodes, not an object, an unknown codec tag) it says why, and ``variables`` is then
     empty — the other columns are as stored.
@@ -83,6 +89,7 @@ class HistoryEntry:
     creator: str | None
     created_at: datetime | None
     problem: str | None = None
+    action: TaskAction | None = None
 
 
 class TaskHistoryRecorder:
@@ -122,6 +129,8 @@ class TaskHistoryRecorder:
         self._columns = [
             *(t.c[name] for name in _ENTRY_COLUMNS),
             sa.cast(t.c.variables, sa.Text()).label("variables"),
+            # Only tables at flow0004 or later have it; a recorder that writes it reads it.
+            *((t.c.action,) if self.writes_action else ()),
         ]
 
     def record(self, ctx: FlowContext, record: TaskRecord) -> None:
@@ -241,6 +250,7 @@ class TaskHistoryRecorder:
         creator: str | None,
         created_at: datetime | None,
         variables_text: str | None,
+        action_code: int | None = None,
     ) -> HistoryEntry:
         """One entry from a row of ``self._columns`` (positional: 10k rows per page are
         common, and name lookups per field would dominate)."""
@@ -264,6 +274,7 @@ class TaskHistoryRecorder:
             creator=creator,
             created_at=created_at,
             problem=problem,
+            action=_ACTIONS.get(action_code) if action_code is not None else None,
         )
 
     def _variables(
@@ -291,14 +302,16 @@ class TaskHistoryRecorder:
 
 
 def _page_size(limit: object) -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_CURSOR:
         raise InvalidArgumentError("limit", limit, "a page size must be an integer >= 1")
     return limit
 
 
 def _page_key(value: object, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidArgumentError(name, value, "a history id must be an integer")
+    """A history id: a 64-bit integer, as the column holds (a bigger one would overflow the
+    driver rather than match nothing)."""
+    if not isinstance(value, int) or isinstance(value, bool) or abs(value) > MAX_CURSOR:
+        raise InvalidArgumentError(name, value, "a history id must be a 64-bit integer")
     return value
 
 

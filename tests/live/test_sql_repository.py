@@ -13,6 +13,7 @@ from flow.errors import SnapshotError
 from flow.graph import Graph
 from flow.workflow import TaskAction, TaskRecord, TaskState
 from flow_sqla import FlowTables, SqlStateRepository, TaskHistoryRecorder
+from flow_sqla.errors import InvalidArgumentError
 
 APPLIED = {"oa:apply": 1002, "oa:amount": 1002}
 CLAIMED = {**APPLIED, "oa:manager": 1001}
@@ -201,3 +202,34 @@ def test_history_stores_the_creation_time_as_naive_utc_seconds(
     recorder.record(ctx("t-1", "employee"), record)
     (entry,) = recorder.history("t-1")
     assert entry.created_at == dt.datetime(2026, 3, 4, 12, 30, 15)
+
+
+def test_history_pages_refuse_ids_and_sizes_past_64_bits(db: sa.Engine) -> None:
+    recorder = TaskHistoryRecorder(db)
+    for page in ({"before_id": 2**63}, {"before_id": -(2**63) - 1}, {"limit": 10**30}):
+        with pytest.raises(InvalidArgumentError):
+            recorder.by_assignee("employee", **page)
+    with pytest.raises(InvalidArgumentError):
+        recorder.history("h-1", after_id=10**23)
+    assert recorder.by_assignee("employee", before_id=2**63 - 1) == []
+
+
+def test_history_entries_carry_the_action_that_wrote_them(db: sa.Engine) -> None:
+    """BACK and BACK_JUMP both leave a WAITING/UNKNOWN state: the ``action`` column (written
+    with the task index) tells them apart; rows written without it read ``None``."""
+    plain = executor(db, index=False)
+    approve(plain, "a-0", "employee", amount=1)
+    ex = executor(db, index=True)
+    approve(ex, "a-1", "employee", amount=1)
+    manager = ctx("a-1", "manager")
+    ex.submit_task_at("oa", "apply", TaskAction.BACK_JUMP, manager)
+    ex.withdraw("oa", ctx("a-1", "employee"))
+    recorder = ex.recorder
+    assert isinstance(recorder, TaskHistoryRecorder)
+    assert [e.action for e in recorder.history("a-1")] == [
+        TaskAction.FORWARD,
+        TaskAction.BACK_JUMP,
+        TaskAction.TERMINATE,
+    ]
+    assert [e.action for e in recorder.history("a-0")] == [None]
+    assert [e.action for e in TaskHistoryRecorder(db).history("a-1")] == [None] * 3
