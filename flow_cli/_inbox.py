@@ -140,6 +140,7 @@ def run_inbox(args: argparse.Namespace) -> int:
     with Session.open(args.db) as session:
         executor = session.query_executor("inbox")
         tasks = executor.inbox(who, graph_id=args.graph, limit=args.limit, after=args.after)
+        session.note_unindexed()
     named = " and ".join(f"{k} {v!r}" for k, v in (("actor", args.actor), ("role", args.role)) if v)
     if not tasks:
         more = " after this cursor" if args.after is not None else ""

@@ -169,6 +169,7 @@ def run_indexed_instances(args: argparse.Namespace) -> int:
             for s in found
             if s.status == InstanceStatus.RUNNING
         }
+        session.note_unindexed()
     if not found:
         print("no such instance" + (" after this cursor" if args.after is not None else ""))
         return 0
@@ -177,7 +178,7 @@ def run_indexed_instances(args: argparse.Namespace) -> int:
             s.instance_id,
             s.graph_id,
             s.status.name.lower(),
-            s.creator,
+            s.creator or None,
             when(s.created_at),
             when(s.finished_at) if s.finished_at else when(s.updated_at),
             tasks.get(s.instance_id) or None,

@@ -272,6 +272,24 @@ class Session:
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def note_unindexed(self) -> None:
+        """Say on stderr when some instance rows have no index yet: the index queries do not
+        see them (one statement, stopping at the first such row)."""
+        import sys
+
+        import sqlalchemy as sa
+
+        t = self.tables.repository
+        query = sa.select(t.c.id).where(t.c.status.is_(None)).limit(1)
+        with self.engine.connect() as conn:
+            if conn.execute(query).first() is None:
+                return
+        print(
+            "note: some instances have no index yet (written by the Go plugin, with "
+            "index=False or before flow0004) and are not listed; 'flow reindex' indexes them",
+            file=sys.stderr,
+        )
+
     def rows(self, limit: int) -> list[Mapping[str, Any]]:
         """The newest ``limit`` instance rows (id, graph, states, vars, update_time, and the
         status when the database keeps the task index)."""

@@ -273,7 +273,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         )
 
     @app.post("/expenses/{instance_id}/withdraw")
-    def withdraw(instance_id: str, body: Comment, actor: Actor) -> ExpenseOut:
+    def withdraw(instance_id: str, actor: Actor, body: Comment | None = None) -> ExpenseOut:
         """The employee who filed the expense takes it back while it is still running."""
 
         def withdraw_once(conn: sa.Connection) -> ExpenseOut:
@@ -282,7 +282,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
                 raise HTTPException(403, f"only {row['filed_by']!r} may withdraw {instance_id}")
             ctx = FlowContext.of(instance_id, connection=conn)
             ctx.put("actor", actor)
-            if not workflow.withdraw(graph, ctx, message=body.message):
+            if not workflow.withdraw(graph, ctx, message=None if body is None else body.message):
                 status = workflow.status(instance_id)
                 name = status.name.lower() if status is not None else "unknown"
                 raise HTTPException(409, f"{instance_id} is {name}, not running")
@@ -297,7 +297,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return run_in_transaction(engine, withdraw_once, idempotent=True)
 
     @app.post("/expenses/{instance_id}/send-back")
-    def send_back(instance_id: str, body: Comment, actor: Actor) -> ExpenseOut:
+    def send_back(instance_id: str, actor: Actor, body: Comment | None = None) -> ExpenseOut:
         """Send the caller's task back to whoever actually sent it (the task's lineage, not
         the graph's topology: compare ``send_back`` in decisions, which is TaskAction.BACK)."""
 
@@ -310,7 +310,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
             task = workflow.claim_task(graph, ctx)
             if task is None or task.state != TaskState.WAITING:
                 raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}")
-            if not workflow.send_back(task, ctx, message=body.message):
+            if not workflow.send_back(task, ctx, message=None if body is None else body.message):
                 raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
             conn.execute(
                 expense.update()

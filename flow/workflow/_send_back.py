@@ -52,7 +52,11 @@ def send_back_target(
         raise refuse(f"it is not reached from {previous.id!r} without another human task")
     for node in (previous, *between):
         if node.type in _SPLITS:
-            raise refuse(f"{node.id!r} between {previous.id!r} and it splits or joins")
+            kind = node.type.name.lower()
+            raise refuse(
+                f"the {kind} gateway {node.id!r} on the way from {previous.id!r} to this task "
+                "splits or joins branches"
+            )
         if node.type != NodeType.EXCLUSIVE and len(node.next_links) > 1:
             raise refuse(f"{node.id!r} may open more than one task (several outgoing links)")
     return previous, between

@@ -127,3 +127,10 @@ def test_an_inbox_cursor_past_any_row_id_is_refused(client: TestClient) -> None:
         refused = client.get("/inbox", params={"after": after}, headers=MANAGER)
         assert refused.status_code == 422, refused.text
     assert client.get("/inbox", params={"after": 2**63 - 1}, headers=MANAGER).json()["tasks"] == []
+
+
+def test_withdraw_needs_no_body(client: TestClient) -> None:
+    expense_id = file_expense(client, 100)
+    done = client.post(f"/expenses/{expense_id}/withdraw", headers=EMPLOYEE)
+    assert done.status_code == 200, done.text
+    assert done.json()["status"] == "withdrawn"

@@ -211,6 +211,18 @@ def test_send_back_out_of_a_parallel_split_is_refused_and_writes_nothing(
     assert ex.state_repository.states("p-1") == states  # type: ignore[attr-defined]
 
 
+def test_send_back_across_a_join_names_the_gateway(ex: WorkflowExecutor) -> None:
+    _approve(ex, "j-1", "par", actor="alice")
+    _approve(ex, "j-1", "par", role="legal")
+    _approve(ex, "j-1", "par", actor="bob")
+    _approve(ex, "j-1", "par", role="boss")
+    alice = _ctx("j-1", actor="alice")
+    task = ex.claim_task("par", alice)
+    assert task is not None and task.node_id == "publish"
+    with pytest.raises(SendBackError, match="the parallel gateway 'join' on the way from"):
+        ex.send_back(task, alice)
+
+
 def test_send_back_inside_a_parallel_branch_is_allowed(ex: WorkflowExecutor) -> None:
     _approve(ex, "p-1", "par", actor="alice")
     _approve(ex, "p-1", "par", role="legal")
