@@ -592,14 +592,22 @@ class SqlStateRepository:
     def _vars_change(
         self, ctx: FlowContext, op: _Operation
     ) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-        """``(stored vars as compared, vars to store)`` for the operation's context."""
-        encoded = self._vars.encode(op.instance_id, ctx.data)
+        """``(stored vars as compared, vars to store)`` for the operation's context.
+
+        The context's variables are stored with a state change only (or by
+        :meth:`save_snapshot`): an operation that decides nothing — a find, a claim of a task
+        already waiting, a submit or send-back that returns False, anything on an unknown id
+        that finds no task — writes nothing, whatever its context holds."""
         base_vars, excluded = op.base.vars, self._vars.excluded
         if not excluded.isdisjoint(base_vars):
             # Rows written by the Go plugin may carry identity keys (actor, instanceId...):
             # never written back, so the row loses them with its next change.
             base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
-        return base_vars, (encoded if op.replace_vars else {**base_vars, **encoded})
+        if op.replace_vars:
+            return base_vars, self._vars.encode(op.instance_id, ctx.data)
+        if op.states == op.base.states:
+            return base_vars, base_vars
+        return base_vars, {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
 
     def _drop_empty_row(self, op: _Operation) -> None:
         """An operation that stored nothing leaves no row behind (the locking read created

@@ -423,6 +423,49 @@ def test_unknown_closed_refused_and_foreign_calls_write_nothing(db: sa.Engine) -
     assert ex.inbox(FlowContext.of(None, {"actor": "employee"})) == []
 
 
+def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
+    """Every column of every row of the three tables (what "writes nothing" compares)."""
+    with db.connect() as conn:
+        return [
+            tuple(row)
+            for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
+            for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id"))
+        ]
+
+
+def test_calls_that_decline_write_nothing_whatever_their_context_holds(db: sa.Engine) -> None:
+    """False (or None) means nothing written: not the context's new variables either, which
+    would also move the gateways the stored open tasks were computed with."""
+    ex = executor(db, index=True)
+    approve(ex, "v-1", "employee", amount=1)
+    stale = ex.claim_task("oa", ctx("v-1", "manager"))
+    approve(ex, "v-1", "manager")
+    approve(ex, "v-2", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("v-2", "manager"))
+    before = _snapshot(db)
+    big = {"amount": 9000, "note": "changed"}
+    assert (
+        ex.submit_task_if_waiting(stale, TaskAction.FORWARD, ctx("v-1", "manager", **big)) is False
+    )
+    assert ex.withdraw("oa", ctx("v-1", "employee", **big)) is False  # completed
+    assert ex.send_back(task, ctx("v-2", "director", **big)) is False  # not a candidate
+    assert ex.claim_task("oa", ctx("v-2", "director", note="changed")) is None
+    assert ex.find_task("oa", ctx("v-2", "manager", **big)) is not None
+    assert _snapshot(db) == before
+    assert [t.node_id for t in ex.inbox(FlowContext.of(None, {"actor": "manager"}))] == ["manager"]
+
+
+def test_nothing_found_on_an_unknown_id_leaves_no_row_whatever_the_context_holds(
+    db: sa.Engine,
+) -> None:
+    ex = executor(db, index=True)
+    data = {"amount": 1, "v": 1}
+    assert ex.claim_task("oa", ctx("ghost", "nobody", **data)) is None
+    assert ex.find_next_tasks("oa", ctx("ghost", "nobody", **data)) is not None
+    assert ex.withdraw("oa", ctx("ghost", "nobody", **data)) is False
+    assert _rows(db) == {"bpm_flow_repository": 0, "bpm_flow_task": 0, "bpm_flow_todo": 0}
+
+
 # -- index=False and reindex -----------------------------------------------------------------
 def test_index_false_runs_on_the_reference_tables_alone(engine: sa.Engine) -> None:
     migrations.upgrade(engine, "flow0003")
