@@ -343,7 +343,7 @@ class TodoTable:
                 instance_id=row["instant_id"],
                 graph_id=row["graph_id"],
                 status=InstanceStatus(row["status"]),
-                creator=row["creator"],
+                creator=row["creator"] or None,  # '' (no auditor, as the Go plugin writes)
                 created_at=row["create_time"],
                 updated_at=row["update_time"],
                 finished_at=row["finish_time"],

@@ -28,6 +28,7 @@ from flow.workflow.controllers import (
 from flow.workflow.driver import WorkflowDriver
 from flow.workflow.errors import (
     ConcurrentSubmitError,
+    GraphMismatchError,
     IndexUnavailableError,
     InstanceClosedError,
     InvalidActionError,
@@ -48,6 +49,7 @@ __all__ = [
     "ActorStateController",
     "BlockStateController",
     "ConcurrentSubmitError",
+    "GraphMismatchError",
     "InMemoryStateRepository",
     "IndexRead",
     "IndexUnavailableError",

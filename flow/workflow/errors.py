@@ -74,6 +74,18 @@ class InstanceClosedError(FlowError):
         super().__init__(f"Instance {instance_id!r} is {name}: only a RESTART submit may change it")
 
 
+class GraphMismatchError(FlowError, ValueError):
+    """An instance operation named a graph the instance does not run (its stored task index,
+    or every stored state, belongs to another graph). Nothing was written."""
+
+    def __init__(self, instance_id: str, graph_id: str, stored_graph_id: str | None) -> None:
+        self.instance_id = instance_id
+        self.graph_id = graph_id
+        self.stored_graph_id = stored_graph_id
+        runs = f"graph {stored_graph_id!r}" if stored_graph_id else "another graph"
+        super().__init__(f"Instance {instance_id!r} runs {runs}, not graph {graph_id!r}")
+
+
 class SendBackError(FlowError):
     """``send_back`` refused: the task has no single earlier human task to go back to
     (``reason`` says why). Nothing was written."""
@@ -111,6 +123,7 @@ class InvalidQueryError(FlowError, ValueError):
 
 __all__ = [
     "ConcurrentSubmitError",
+    "GraphMismatchError",
     "IndexUnavailableError",
     "InstanceClosedError",
     "InvalidActionError",

@@ -40,6 +40,7 @@ from flow.workflow.aggregate import (
 from flow.workflow.controllers import ActorStateController, BlockStateController, identities_of
 from flow.workflow.driver import WorkflowDriver
 from flow.workflow.errors import (
+    GraphMismatchError,
     IndexUnavailableError,
     InstanceClosedError,
     InvalidActionError,
@@ -273,6 +274,8 @@ class WorkflowExecutor:
                 return False
             root, node = task.root_graph, task.node
         else:
+            if task.instance_id != ctx.instance_id:  # another instance's task is not open here
+                return False
             root = self._graph(task.graph_id)
             node = root.get_node_or_throw(task.node_id)
         index = self._require_index("send_back")
@@ -374,6 +377,7 @@ class WorkflowExecutor:
         """What the unit of work read and the instance's aggregate, when it is RUNNING (the
         instances withdraw and send-back act on); ``None`` for an unknown or closed one."""
         read = index.index_read(ctx)
+        _check_graph(graph, ctx.instance_id, read)
         current = self._current_index(graph, ctx, read)
         if current is None or current.status != InstanceStatus.RUNNING:
             return None
@@ -719,6 +723,17 @@ def _check_page(limit: int, after: int | None) -> None:
         isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
     ):
         raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
+
+
+def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
+    """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
+    its stored index names another, or (not yet indexed) none of its states is ``graph``'s."""
+    stored = read.stored
+    if stored is not None and stored.graph_id and stored.graph_id != graph.id:
+        raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
+    prefix = f"{graph.id}:"
+    if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
+        raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])
 
 
 def _checked_status(status: InstanceStatus | int) -> InstanceStatus:

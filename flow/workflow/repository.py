@@ -10,7 +10,7 @@ import itertools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -190,7 +190,8 @@ class InMemoryStateRepository:
         wanted = set(identities)
         with self._lock:
             found = [
-                task
+                # As the SQL inbox: the task carries the caller's first matching candidate.
+                replace(task, candidates=(next(c for c in task.candidates if c in wanted),))
                 for instance_id, stored in self._index.items()
                 if stored.index.status == InstanceStatus.RUNNING
                 and (graph_id is None or stored.index.graph_id == graph_id)

@@ -423,6 +423,26 @@ def test_unknown_closed_refused_and_foreign_calls_write_nothing(db: sa.Engine) -
     assert ex.inbox(FlowContext.of(None, {"actor": "employee"})) == []
 
 
+def test_an_inbox_task_carries_the_callers_first_matching_candidate(db: sa.Engine) -> None:
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    c = FlowContext.of("c-1", {"actor": "alice", "amount": 9000})
+    assert ex.submit_task_if_waiting(ex.claim_task("excl", c), TaskAction.FORWARD, c)
+    both = ex.inbox(FlowContext.of(None, {"actor": "carol", "role": "boss"}))
+    assert [t.candidates for t in both] == [("actor:carol",)]
+    role = ex.inbox(FlowContext.of(None, {"role": "boss"}))
+    assert [t.candidates for t in role] == [("role:boss",)]
+    assert ex.open_tasks("c-1")[0].candidates == ("actor:carol", "role:boss")
+
+
+def test_an_instance_written_by_nobody_has_no_creator(db: sa.Engine) -> None:
+    """The row stores '' (what the Go plugin writes for no auditor); the summary says None,
+    as the in-memory repository does."""
+    ex = executor(db, index=True)
+    ex.submit_task_at("oa", "apply", TaskAction.FORWARD, FlowContext.of("n-1", {"amount": 1}))
+    (summary,) = ex.instances()
+    assert summary.instance_id == "n-1" and summary.creator is None
+
+
 def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
     """Every column of every row of the three tables (what "writes nothing" compares)."""
     with db.connect() as conn:

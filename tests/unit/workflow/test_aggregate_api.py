@@ -3,6 +3,7 @@ withdraw, send-back and their errors (aggregate.md §1-§5)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from flow.workflow import (
     MAX_PAGE_SIZE,
     ActorStateController,
     BlockStateController,
+    GraphMismatchError,
     IndexUnavailableError,
     InstanceClosedError,
     InstanceStatus,
@@ -97,6 +99,10 @@ def test_inbox_lists_each_task_once_oldest_first_and_pages_by_cursor(ex: Workflo
     first = ex.inbox(carol, limit=2)
     rest = ex.inbox(carol, limit=10, after=first[-1].cursor)
     assert [t.instance_id for t in first + rest] == [f"i-{n}" for n in range(5)]
+    # The caller's first matching candidate, as the SQL inbox gives it; open_tasks has all.
+    assert {t.candidates for t in first + rest} == {("actor:carol",)}
+    assert ex.inbox(_ctx("x", role="boss"))[0].candidates == ("role:boss",)
+    assert ex.open_tasks("i-0")[0].candidates == ("actor:carol", "role:boss")
     assert ex.inbox(_ctx("x", role="boss"), graph_id="par") == []
     assert ex.inbox(_ctx("x", actor="bob")) == []
     assert ex.inbox(_ctx("x")) == []
@@ -185,6 +191,9 @@ def test_send_back_accepts_an_open_task_and_is_false_when_not_waiting_for_the_ca
     ex.claim_task("excl", _ctx("i-1", role="boss"))
     assert ex.send_back(task, _ctx("i-1", actor="bob")) is False  # not a candidate
     assert ex.send_back(None, _ctx("i-1", role="boss")) is False
+    _approve(ex, "i-2", actor="alice")
+    assert ex.send_back(task, _ctx("i-2", role="boss")) is False  # i-1's task, i-2's context
+    assert [t.node_id for t in ex.open_tasks("i-2")] == ["manager"]
     assert ex.send_back(task, _ctx("i-1", role="boss"))
     assert [t.node_id for t in ex.open_tasks("i-1")] == ["apply"]
 
@@ -324,3 +333,17 @@ def test_block_controller_inbox_is_everyones(engine: FlowEngine) -> None:
     ex = WorkflowExecutor(engine)
     ex.claim_task("line", FlowContext.of("b-1"))
     assert [(t.node_id, t.candidates) for t in ex.inbox(FlowContext.of())] == [("A", ("*",))]
+
+
+def test_withdraw_or_send_back_naming_another_graph_is_refused(ex: WorkflowExecutor) -> None:
+    _approve(ex, "g-1", actor="alice")
+    before = ex.open_tasks("g-1")
+    with pytest.raises(GraphMismatchError, match="'g-1' runs graph 'excl', not graph 'par'"):
+        ex.withdraw("par", _ctx("g-1", actor="alice"))
+    boss = _ctx("g-1", role="boss")
+    task = ex.claim_task("excl", boss)
+    assert task is not None
+    with pytest.raises(GraphMismatchError):
+        ex.send_back(dataclasses.replace(before[0], graph_id="par", node_id="legal"), boss)
+    assert ex.status("g-1") == InstanceStatus.RUNNING
+    assert [t.node_id for t in ex.open_tasks("g-1")] == ["manager"]
