@@ -242,9 +242,10 @@ class Progress:
 def run_reindex(args: argparse.Namespace) -> int:
     from flow.engine import FlowEngine
     from flow.errors import FlowError, GraphNotFoundError
+    from flow.workflow import ConcurrentSubmitError
     from flow_cli._graphs import load_graph
     from flow_cli._session import GraphRule, Session
-    from flow_sqla import reindex
+    from flow_sqla import RepositoryError, reindex
 
     engine = FlowEngine()
     for path in args.graph:
@@ -289,6 +290,8 @@ def run_reindex(args: argparse.Namespace) -> int:
             if isinstance(exc, KeyboardInterrupt):
                 print(f"stopped: {counted['indexed']:,} instances indexed; {again}")
                 raise
+            if isinstance(exc, ConcurrentSubmitError | RepositoryError):  # not the row's fault
+                raise CliError(f"{exc} ({kept}; {again})") from exc
             hint = (
                 "give its graph file with --graph, " if isinstance(exc, GraphNotFoundError) else ""
             )
@@ -310,7 +313,7 @@ def _resume_hint(args: argparse.Namespace, last: int) -> str:
     """How to continue: a plain pass resumes by itself; an --all pass from the last row id
     of its last committed batch."""
     if args.all and last:
-        return f"continue with 'flow reindex --all --after {last}'"
+        return f"continue with the same command and '--after {last}'"
     return "run again to continue"
 
 

@@ -19,7 +19,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
+from flow.workflow.aggregate import MAX_CURSOR
+from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._engine import engine_for
+from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
 
@@ -32,15 +35,6 @@ if TYPE_CHECKING:
 BATCH_SIZE = 500
 #: The most instances one transaction may take (its rows are all held in memory and locked).
 MAX_BATCH_SIZE = 100_000
-
-
-class _BadRow(Exception):
-    """Carries a row's typed error out of its batch's transaction (which then rolls back)."""
-
-    def __init__(self, instance_id: str, error: FlowError) -> None:
-        super().__init__(instance_id)
-        self.instance_id = instance_id
-        self.error = error
 
 
 def reindex(
@@ -74,29 +68,23 @@ def reindex(
     (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored graph that does not
     load (``GraphDefinitionError``), a walk that fails — raises its typed error naming the
     instance; its batch is rolled back and the batches before it stay indexed. With
-    ``on_bad_row(instance_id, error)`` such a row is reported instead, left unindexed, and the
-    pass goes on.
+    ``on_bad_row(instance_id, error)`` such a row is reported instead, left unindexed (it
+    wrote nothing: these errors come before the row's write), and the batch goes on. A lock
+    conflict (``ConcurrentSubmitError``) or a database error (``RepositoryError``) is never a
+    bad row: it rolls the batch back and is raised.
     """
     if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
-    if isinstance(after, bool) or after < 0:
-        raise ValueError(f"after must be a row id (0 or more), got {after!r}")
+    if isinstance(after, bool) or not 0 <= after <= MAX_CURSOR:
+        raise ValueError(f"after must be a row id (0 to {MAX_CURSOR}), got {after!r}")
     db = engine_for(bind)
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
-    batch = _Batch(executor, engine, tables, everything)
+    batch = _Batch(executor, engine, tables, everything, on_bad_row)
     last, seen, indexed = after, 0, 0
-    skipped: set[str] = set()
     while True:
-        try:
-            with db.begin() as conn:
-                window, wanted, done = batch.run(conn, last, batch_size, skipped)
-        except _BadRow as bad:
-            if on_bad_row is None:
-                raise bad.error from bad.error.__cause__
-            on_bad_row(bad.instance_id, bad.error)
-            skipped.add(bad.instance_id)
-            continue  # the same window again, without that row
+        with db.begin() as conn:
+            window, wanted, done = batch.run(conn, last, batch_size)
         if not window:
             return indexed
         last = window[-1]
@@ -112,12 +100,18 @@ class _Batch:
     """One window of rows indexed inside the caller's transaction."""
 
     def __init__(
-        self, executor: WorkflowExecutor, engine: FlowEngine, tables: FlowTables, all_rows: bool
+        self,
+        executor: WorkflowExecutor,
+        engine: FlowEngine,
+        tables: FlowTables,
+        all_rows: bool,
+        on_bad_row: Callable[[str, FlowError], None] | None,
     ) -> None:
         self.executor = executor
         self.engine = engine
         self.repository: Any = executor.state_repository
         self.all_rows = all_rows
+        self.on_bad_row = on_bad_row
         r = tables.repository
         self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
         # The JSON columns as text: a row that does not decode is reported by its id below,
@@ -125,33 +119,41 @@ class _Batch:
         self._rows = sa.select(
             r.c.id,
             r.c.instant_id,
+            r.c.status,
             sa.type_coerce(r.c.graph, sa.Text()).label("graph"),
             sa.type_coerce(r.c.states, sa.Text()).label("states"),
             r.c.update_time,
         ).order_by(r.c.id)
         self._r = r
 
-    def run(
-        self, conn: Connection, last: int, size: int, skipped: set[str]
-    ) -> tuple[list[int], int, int]:
+    def run(self, conn: Connection, last: int, size: int) -> tuple[list[int], int, int]:
         """Index the rows of the next window after ``last``: the window's ids, how many of
-        its rows were to be indexed and how many instances were. A bad row raises
-        :class:`_BadRow`."""
+        its rows were to be indexed and how many instances were."""
         r = self._r
         window = conn.execute(self._ids.where(r.c.id > last).limit(size)).all()
         ids = [row.id for row in window]
-        wanted = [row.id for row in window if self.all_rows or row.status is None]
+        wanted = sum(1 for row in window if self.all_rows or row.status is None)
         if not wanted:
             return ids, 0, 0
+        # The window's rows by primary-key range (no status predicate, which a planner might
+        # serve from the status index instead); rows indexed meanwhile are skipped here.
+        rows = conn.execute(self._rows.where(r.c.id > last, r.c.id <= ids[-1]))
         done = 0
-        for row in conn.execute(self._rows.where(r.c.id.in_(wanted))):
-            if row.instant_id in skipped:
-                continue
-            try:
-                done += self._index(conn, row)
-            except FlowError as exc:
-                raise _BadRow(row.instant_id, exc) from exc
-        return ids, len(wanted), done
+        for row in rows.all():
+            if self.all_rows or row.status is None:
+                done += self._index_or_report(conn, row)
+        return ids, wanted, done
+
+    def _index_or_report(self, conn: Connection, row: Any) -> bool:
+        try:
+            return self._index(conn, row)
+        except (ConcurrentSubmitError, RepositoryError):
+            raise  # the database's trouble, not the row's
+        except FlowError as exc:
+            if self.on_bad_row is None:
+                raise
+            self.on_bad_row(row.instant_id, exc)
+            return False
 
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id

@@ -109,6 +109,7 @@ class _Operation:
 
     __slots__ = (
         "base",
+        "bookkeeping",
         "conn",
         "final",
         "force_graph",
@@ -133,6 +134,7 @@ class _Operation:
         self.stored_vars: dict[str, Any] | None = None
         self.final: StoredRow | None = None
         self.new_index: InstanceIndex | None = None
+        self.bookkeeping = False
 
     def note_graph(self, ctx: FlowContext, node: Node) -> None:
         if self.graph is None:
@@ -553,9 +555,9 @@ class SqlStateRepository:
             "updater": self._who(ctx),
             "update_time": utc_now(),
         }
-        # Only the index changed (a reindex, an older row indexed on first touch): the UPDATE
-        # leaves states, vars, updater and update time as the last real change left them.
-        audited = op.states != base.states or new_vars != base_vars
+        # A reindex that changed no state: the UPDATE leaves states, vars, updater and update
+        # time as the instance's last step left them.
+        audited = not (op.bookkeeping and op.states == base.states)
         if write_graph and op.graph is not None:
             row["graph"] = self._graph_doc(op.graph)
         if with_index and new_index is not None:
@@ -574,7 +576,7 @@ class SqlStateRepository:
                 self._todo.write(op.conn, todo)
         op.final = StoredRow(
             states=states,
-            vars=new_vars,
+            vars=new_vars if audited else base.vars,
             has_graph=base.has_graph or write_graph,
             aggregate=new_index if with_index else base.aggregate,
         )
@@ -776,16 +778,21 @@ class SqlStateRepository:
         """The states and stored aggregate as this operation's locking read found them."""
         op = self._op(ctx)
         stored = op.new_index if op.new_index is not None else op.base.aggregate
-        return IndexRead(states=dict(op.states), stored=stored)
+        return IndexRead(states=dict(op.states), stored=stored, stored_before=not _empty(op.base))
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
         op = self._op(ctx)
         base_vars, new_vars = self._vars_change(ctx, op)
         return dict(op.states), new_vars != base_vars
 
-    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None:
-        """Buffer ``index``; the operation's flush writes it with the states."""
-        self._op(ctx).new_index = index
+    def index_write(
+        self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
+    ) -> None:
+        """Buffer ``index``; the operation's flush writes it with the states — and, for
+        ``bookkeeping`` (a reindex) with no state changed, writes nothing else."""
+        op = self._op(ctx)
+        op.new_index = index
+        op.bookkeeping = bookkeeping
 
     def index_inbox(
         self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None

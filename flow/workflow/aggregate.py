@@ -124,10 +124,14 @@ class InstanceIndex:
 @dataclass(frozen=True, kw_only=True)
 class IndexRead:
     """An instance as one unit of work found it: its node states (a copy) and its stored
-    aggregate (``None`` for a new instance, or one written before the index existed)."""
+    aggregate (``None`` for a new instance, or one written before the index existed).
+    ``stored_before`` says whether anything of the instance was stored before this unit of
+    work — false for an unknown id; true for a row with empty states (the Go plugin's
+    restart writes ``{}``), which is still an instance at its first task."""
 
     states: Mapping[str, int]
     stored: InstanceIndex | None
+    stored_before: bool = True
 
 
 @runtime_checkable
@@ -149,7 +153,12 @@ class SupportsTaskIndex(Protocol):
         """The states as the unit holds them now, and whether the stored variables change."""
         ...
 
-    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None: ...
+    def index_write(
+        self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
+    ) -> None:
+        """Store ``index`` with the unit of work. ``bookkeeping`` (a reindex): nothing about
+        the instance changed, so its last-update audit (who, when) stays as it was."""
+        ...
 
     def index_inbox(
         self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None

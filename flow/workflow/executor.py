@@ -327,8 +327,9 @@ class WorkflowExecutor:
         self, graph: Graph | str, ctx: FlowContext, *, as_of: datetime | None = None
     ) -> bool:
         """Recompute and store the aggregate of ``ctx.instance_id`` from its stored states
-        (lineages start empty; a WITHDRAWN status is kept). False when the instance has no
-        state (nothing stored). For rows written by the Go plugin or before the index existed;
+        (lineages start empty; a WITHDRAWN status is kept). False when nothing of the instance
+        is stored; a row with empty states (the Go plugin's restart) is indexed at its first
+        task. For rows written by the Go plugin or before the index existed;
         ``flow_sqla.reindex`` runs it over a whole table in batches.
 
         ``as_of`` (naive UTC; default now) is when the stored states were reached — the time
@@ -338,11 +339,11 @@ class WorkflowExecutor:
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):
             read = index.index_read(ctx)
-            if not read.states and read.stored is None:
+            if not read.stored_before:
                 return False
             fresh = build_index(self, root, ctx, read, read.states, now=as_of)
             if not fresh.same_as(read.stored):
-                index.index_write(ctx, fresh)
+                index.index_write(ctx, fresh, bookkeeping=True)
         return True
 
     # -- the approval aggregate: bookkeeping -----------------------------------------------
@@ -363,11 +364,11 @@ class WorkflowExecutor:
     def _current_index(
         self, graph: Graph, ctx: FlowContext, read: IndexRead
     ) -> InstanceIndex | None:
-        """The stored aggregate, or the one computed now for an instance with states but
-        none stored (written before the index existed); ``None`` for an unknown instance."""
+        """The stored aggregate, or the one computed now for a stored instance without one
+        (written before the index existed); ``None`` for an unknown instance."""
         if read.stored is not None:
             return read.stored
-        if not read.states:
+        if not read.stored_before:
             return None
         return build_index(self, graph, ctx, read, read.states)
 

@@ -149,14 +149,20 @@ class InMemoryStateRepository:
         with self._lock:
             states = dict(self._states.get(ctx.instance_id, {}))
             stored = self._index.get(ctx.instance_id)
-        return IndexRead(states=states, stored=None if stored is None else stored.index)
+        return IndexRead(
+            states=states,
+            stored=None if stored is None else stored.index,
+            stored_before=bool(states) or stored is not None,
+        )
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
         """The instance's states now; variables are never stored here, so never changed."""
         with self._lock:
             return dict(self._states.get(ctx.instance_id, {})), False
 
-    def index_write(self, ctx: FlowContext, index: InstanceIndex) -> None:
+    def index_write(
+        self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
+    ) -> None:
         instance_id = ctx.instance_id
         now = utc_now()
         with self._lock:
@@ -179,7 +185,7 @@ class InMemoryStateRepository:
                 index=index,
                 creator=_auditor(ctx) if previous is None else previous.creator,
                 created_at=now if previous is None else previous.created_at,
-                updated_at=now,
+                updated_at=previous.updated_at if bookkeeping and previous else now,
                 cursor=next(self._sequence) if previous is None else previous.cursor,
                 task_cursors=cursors,
             )

@@ -12,9 +12,10 @@ import pytest
 import sqlalchemy as sa
 from _support import approve, count_rows, counting, ctx, executor, migrate, raw_row
 
-from flow import FlowContext
+from flow import FlowContext, Graph
 from flow.errors import GraphDefinitionError, SnapshotError
 from flow.workflow import (
+    ConcurrentSubmitError,
     IndexUnavailableError,
     InstanceClosedError,
     InstanceStatus,
@@ -601,6 +602,131 @@ def test_reindex_names_an_instance_whose_stored_graph_does_not_load(db: sa.Engin
     _set_row(db, "s-1", graph='{"id": "zz", "layout": 7}', states='{"zz:apply": 1002}')
     with pytest.raises(GraphDefinitionError, match="instance 's-1'"):
         reindex(db, flow_engine_oa(), state_controller=controller_oa())
+
+
+def test_reindex_indexes_a_row_whose_states_were_cleared(db: sa.Engine) -> None:
+    """The Go plugin's restart stores ``{}``: still an instance, open at its first task."""
+    plain = executor(db, index=False)
+    approve(plain, "e-1", "employee", amount=1)
+    _set_row(db, "e-1", states="{}")
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 1
+    indexed = executor(db, index=True)
+    assert indexed.status("e-1") == InstanceStatus.RUNNING
+    assert [t.node_id for t in indexed.open_tasks("e-1")] == ["apply"]
+    assert indexed.reindex("oa", ctx("never-stored", "employee")) is False
+    assert indexed.status("never-stored") is None
+    assert _rows(db)["bpm_flow_repository"] == 1
+
+
+def test_only_a_reindex_leaves_the_audit_columns(db: sa.Engine) -> None:
+    """Index-only writes by anything else stamp who and when: a withdraw that closes no task
+    (the instance is stuck before any), a first touch of a row written without the index."""
+    stuck = Graph.from_dict(
+        {
+            "id": "st",
+            "layout": [
+                {"id": "start", "type": "start", "link": "apply"},
+                {"id": "apply", "meta": {"actor": "employee"}, "link": "gw"},
+                {
+                    "id": "gw",
+                    "type": "exclusive",
+                    "link": [{"nextId": "boss", "when": "amount > 10"}],
+                },
+                {"id": "boss", "meta": {"actor": "boss"}, "link": "end"},
+                {"id": "end", "type": "end"},
+            ],
+        }
+    )
+    engine = flow_engine_oa()
+    engine.load(stuck)
+    ex = sql_workflow(db, engine, state_controller=controller_oa())
+    c = ctx("st-1", "employee", amount=1)
+    assert ex.submit_task_if_waiting(ex.claim_task("st", c), TaskAction.FORWARD, c)
+    assert ex.open_tasks("st-1") == [] and ex.status("st-1") == InstanceStatus.RUNNING
+    _set_row(db, "st-1", update_time=datetime(2020, 1, 1))
+    assert ex.withdraw("st", ctx("st-1", "admin"))
+    updater, update_time, _ = _audit(db, "st-1")
+    assert updater == "admin" and update_time > datetime(2020, 1, 1)
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_save_snapshot_stamps_the_audit_columns(db: sa.Engine, index: bool) -> None:
+    ex = executor(db, index=index)
+    approve(ex, "p-1", "employee", amount=1)
+    _set_row(db, "p-1", update_time=datetime(2020, 1, 1))
+    ex.state_repository.save_snapshot(  # type: ignore[attr-defined]
+        ctx("p-1", "admin", amount=1), ex.engine.get_graph_or_throw("oa")
+    )
+    updater, update_time, _ = _audit(db, "p-1")
+    assert updater == "admin" and update_time > datetime(2020, 1, 1)
+
+
+def test_a_row_with_identity_keys_indexed_on_first_touch_stays_cacheable(db: sa.Engine) -> None:
+    """Go-plugin vars may hold identity keys; the first touch's write drops them, and the
+    process cache must hold what was written (else the next claim sees a 'changed' row)."""
+    plain = executor(db, index=False)
+    approve(plain, "k-1", "employee", amount=1)
+    _set_row(db, "k-1", vars='{"amount": 1, "actor": "employee"}')
+    ex = executor(db, index=True, cache="process")
+    assert ex.find_task("oa", ctx("k-1", "nobody")) is not None
+    task = ex.claim_task("oa", ctx("k-1", "manager"))
+    assert task is not None and task.state == TaskState.WAITING
+
+
+def test_skipping_bad_rows_indexes_each_row_once(db: sa.Engine, monkeypatch: Any) -> None:
+    from flow.workflow import WorkflowExecutor
+
+    plain = executor(db, index=False)
+    for n in range(12):
+        approve(plain, f"q-{n}", "employee", amount=1)
+        if n % 2:
+            _set_row(db, f"q-{n}", graph='"missing"', states='{"missing:apply": 1002}')
+    calls: list[str] = []
+    original = WorkflowExecutor.reindex
+
+    def counted(self: Any, graph: Any, ctx: Any, **kw: Any) -> bool:
+        calls.append(ctx.instance_id)
+        return original(self, graph, ctx, **kw)
+
+    monkeypatch.setattr(WorkflowExecutor, "reindex", counted)
+    bad: list[str] = []
+    indexed = reindex(
+        db, flow_engine_oa(), state_controller=controller_oa(), batch_size=5,
+        on_bad_row=lambda instance_id, error: bad.append(instance_id),
+    )  # fmt: skip
+    assert indexed == 6 and bad == [f"q-{n}" for n in range(1, 12, 2)]
+    assert sorted(calls) == sorted(f"q-{n}" for n in range(0, 12, 2))
+
+
+def test_a_lock_conflict_is_not_a_bad_row(db: sa.Engine) -> None:
+    if db.dialect.name != "mysql":
+        pytest.skip("the lock wait timeout is set per session on MariaDB/MySQL")
+    plain = executor(db, index=False)
+    for n in range(3):
+        approve(plain, f"l-{n}", "employee", amount=1)
+    impatient = sa.create_engine(
+        db.url, connect_args={"init_command": "SET innodb_lock_wait_timeout = 1"}
+    )
+    holder = db.connect()
+    try:
+        held = holder.begin()
+        holder.execute(
+            sa.text("SELECT id FROM bpm_flow_repository WHERE instant_id = 'l-1' FOR UPDATE")
+        ).all()
+        bad: list[str] = []
+        with pytest.raises(ConcurrentSubmitError):
+            reindex(
+                impatient,
+                flow_engine_oa(),
+                state_controller=controller_oa(),
+                on_bad_row=lambda i, e: bad.append(i),
+            )
+        held.rollback()
+    finally:
+        holder.close()
+        impatient.dispose()
+    assert bad == []
+    assert executor(db, index=True).status("l-0") is None  # the batch was rolled back
 
 
 def test_an_everything_pass_resumes_after_its_checkpoint(db: sa.Engine) -> None:
