@@ -125,6 +125,7 @@ def build_index(
     action: TaskAction | None = None,
     reopened: Mapping[str, tuple[str, ...]] | None = None,
     now: datetime | None = None,
+    passed: tuple[Node, ...] = (),
 ) -> InstanceIndex:
     """The aggregate of the instance after an operation (states as the unit holds them now).
 
@@ -132,7 +133,8 @@ def build_index(
     ``submitted`` gets ``submitted``'s lineage plus ``submitted``; one re-opened by a back gets
     the part of that lineage before it; ``reopened`` sets lineages explicitly (send-back).
     ``now`` (default: the clock) stamps tasks opened and a status closed by it (a reindex
-    passes the time the stored states were written).
+    passes the time the stored states were written). ``passed``: the tasks a FORWARD_JUMP
+    forwarded, ``submitted`` first — a task it opens has them all in its lineage.
     """
     stored = read.stored
     if (
@@ -155,7 +157,7 @@ def build_index(
         elif kept is not None:
             lineage, opened_at = kept.lineage, kept.opened_at
         else:
-            lineage, opened_at = _opened_lineage(node, submitted, action, before), now
+            lineage, opened_at = _opened_lineage(node, submitted, action, before, passed), now
         tasks.append(
             IndexedTask(
                 node_id=node.id,
@@ -189,13 +191,15 @@ def _opened_lineage(
     submitted: Node | None,
     action: TaskAction | None,
     before: Mapping[str, IndexedTask],
+    passed: tuple[Node, ...] = (),
 ) -> tuple[str, ...]:
     if submitted is None or action is None:
         return ()
     source = before.get(submitted.id)
     base = source.lineage if source is not None else ()
     if action in _FORWARDS:
-        return (*base, submitted.id)[-LINEAGE_LIMIT:]
+        chain = tuple(n.id for n in passed) or (submitted.id,)
+        return (*base, *chain)[-LINEAGE_LIMIT:]
     if action in _BACKS and node.id in base:
         cut = len(base) - 1 - base[::-1].index(node.id)
         return base[:cut]

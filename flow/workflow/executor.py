@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flow._walk import call_task
 from flow.context import FlowContext
@@ -394,6 +394,7 @@ class WorkflowExecutor:
         submitted: Node | None = None,
         action: TaskAction | None = None,
         reopened: Mapping[str, tuple[str, ...]] | None = None,
+        passed: tuple[Node, ...] = (),
     ) -> None:
         """Store the aggregate after an operation, when it changed. Nothing happened (states
         and stored variables as read): nothing to do. Only open tasks became WAITING (a
@@ -415,6 +416,7 @@ class WorkflowExecutor:
                 submitted=submitted,
                 action=action,
                 reopened=reopened,
+                passed=passed,
             )
         if not fresh.same_as(stored):
             index.index_write(ctx, fresh)
@@ -505,13 +507,14 @@ class WorkflowExecutor:
             if check_waiting and not self._still_waiting(node, ctx):
                 return False
             saved_exchanger = ctx.exchanger
+            passed: list[Node] = []
             try:
                 with ctx.scoped(INTENT_KEY, WorkflowIntent(graph, IntentType.SUBMIT_TASK)):
-                    current = self._submit_do(graph, node, action, ctx)
+                    current = self._submit_do(graph, node, action, ctx, passed)
             finally:
                 ctx.exchanger = saved_exchanger
             if index is not None and read is not None:
-                self._index_end(index, graph, ctx, read, submitted=node, action=action)
+                self._index_end(index, graph, ctx, read, **_lineage_of(node, action, passed))
             if self.recorder is not None:
                 record = self._record(graph, node, action, ctx, message, current)
                 self.recorder.record(ctx, record)
@@ -524,10 +527,16 @@ class WorkflowExecutor:
 
     # -- actions -----------------------------------------------------------------------
     def _submit_do(
-        self, graph: Graph, node: Node, action: TaskAction, ctx: FlowContext
+        self,
+        graph: Graph,
+        node: Node,
+        action: TaskAction,
+        ctx: FlowContext,
+        passed: list[Node],
     ) -> Node | None:
         """Apply ``action``; returns the task current afterwards when the action's last step
-        already found it (a forward ending with a find walk), else ``None``."""
+        already found it (a forward ending with a find walk), else ``None``. A jump appends
+        the tasks it forwarded (or sent back) on the way to ``passed``."""
         exchanger = FlowExchanger(
             graph, self.engine, self._driver(graph), ctx, max_steps=self.max_steps
         )
@@ -536,7 +545,7 @@ class WorkflowExecutor:
         if action == TaskAction.BACK:
             self._back(node, ctx)
         elif action in (TaskAction.FORWARD_JUMP, TaskAction.BACK_JUMP):
-            self._jump(graph, node, exchanger, forward=action == TaskAction.FORWARD_JUMP)
+            self._jump(graph, node, exchanger, passed, forward=action == TaskAction.FORWARD_JUMP)
         elif action == TaskAction.RESTART:
             self.state_repository.state_clear(ctx)
         else:
@@ -610,9 +619,18 @@ class WorkflowExecutor:
                         repository.state_remove(ctx, child)
                 current = prev
 
-    def _jump(self, graph: Graph, node: Node, exchanger: FlowExchanger, *, forward: bool) -> None:
+    def _jump(
+        self,
+        graph: Graph,
+        node: Node,
+        exchanger: FlowExchanger,
+        passed: list[Node],
+        *,
+        forward: bool,
+    ) -> None:
         """Forward (or back) the current task until ``node`` is current, then make it WAITING;
-        give up when there is no task or no progress (``node`` then keeps its state)."""
+        give up when there is no task or no progress (``node`` then keeps its state). The
+        tasks forwarded (or sent back) on the way are appended to ``passed``."""
         ctx = exchanger.context
         last: Task | None = None
         while True:
@@ -623,6 +641,7 @@ class WorkflowExecutor:
             if task.node == node:
                 self.state_repository.state_put(ctx, node, TaskState.WAITING)
                 return
+            passed.append(task.node)
             if forward:
                 self._forward(graph, task.node, exchanger)
             else:
@@ -724,6 +743,17 @@ def _check_page(limit: int, after: int | None) -> None:
         isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
     ):
         raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
+
+
+def _lineage_of(node: Node, action: TaskAction, passed: list[Node]) -> dict[str, Any]:
+    """How the index dates the lineage of the tasks a submit opens (see ``build_index``): a
+    FORWARD as submitted by ``node``; a FORWARD_JUMP as the chain of tasks it forwarded; a
+    BACK_JUMP as a BACK of the task that was current when it started."""
+    if action == TaskAction.FORWARD_JUMP and passed:
+        return {"submitted": passed[0], "action": action, "passed": tuple(passed)}
+    if action == TaskAction.BACK_JUMP and passed:
+        return {"submitted": passed[0], "action": TaskAction.BACK}
+    return {"submitted": node, "action": action}
 
 
 def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:

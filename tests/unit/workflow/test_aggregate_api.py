@@ -347,3 +347,42 @@ def test_withdraw_or_send_back_naming_another_graph_is_refused(ex: WorkflowExecu
         ex.send_back(dataclasses.replace(before[0], graph_id="par", node_id="legal"), boss)
     assert ex.status("g-1") == InstanceStatus.RUNNING
     assert [t.node_id for t in ex.open_tasks("g-1")] == ["manager"]
+
+
+LINEAR = """
+id: lin
+layout:
+  - {id: start, type: start, link: a}
+  - {id: a, meta: {actor: u}, link: b}
+  - {id: b, meta: {actor: u}, link: c}
+  - {id: c, meta: {actor: u}, link: end}
+  - {id: end, type: end}
+"""
+
+
+def _linear() -> WorkflowExecutor:
+    engine = FlowEngine()
+    engine.load(Graph.from_text(LINEAR))
+    return WorkflowExecutor(engine, ActorStateController())
+
+
+def test_a_forward_jump_opens_its_target_with_every_task_it_forwarded_in_the_lineage() -> None:
+    ex = _linear()
+    u = _ctx("j-1", actor="u")
+    ex.submit_task_at("lin", "c", TaskAction.FORWARD_JUMP, u)
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-1")] == [("c", ("a", "b"))]
+    task = ex.claim_task("lin", u)
+    assert ex.send_back(task, u)  # back to b, the task that actually sent c
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-1")] == [("b", ("a",))]
+
+
+def test_a_back_jump_reopens_its_target_with_the_lineage_before_it() -> None:
+    ex = _linear()
+    u = _ctx("j-2", actor="u")
+    for _ in range(2):
+        assert ex.submit_task_if_waiting(ex.claim_task("lin", u), TaskAction.FORWARD, u)
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("c", ("a", "b"))]
+    ex.submit_task_at("lin", "b", TaskAction.BACK_JUMP, u)
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("b", ("a",))]
+    ex.submit_task_at("lin", "c", TaskAction.FORWARD_JUMP, u)
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("c", ("a", "b"))]
