@@ -795,9 +795,15 @@ class SqlStateRepository:
         op.bookkeeping = bookkeeping
 
     def index_inbox(
-        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
+        self,
+        identities: Sequence[str],
+        *,
+        graph_id: str | None,
+        limit: int,
+        after: int | None,
+        connection: object = None,
     ) -> list[OpenTask]:
-        with self._query() as conn:
+        with self._query(connection=connection) as conn:
             return self._todo.inbox(conn, identities, graph_id, limit, after)
 
     def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
@@ -832,14 +838,22 @@ class SqlStateRepository:
         return op
 
     @contextmanager
-    def _query(self, instance_id: str | None = None) -> Iterator[Connection]:
+    def _query(
+        self, instance_id: str | None = None, *, connection: object = None
+    ) -> Iterator[Connection]:
+        """A connection for a query: the caller's ``Connection`` when given (it then sees
+        the caller's uncommitted work), else one of the repository's engine."""
         if not self.keeps_task_index:
             raise RepositoryError(
                 f"{self!r} keeps no task index: build it with index=True "
                 "(sql_workflow(..., index=True)) after migrating to revision flow0004"
             )
-        with self._translating(instance_id), self.engine.connect() as conn:
-            yield conn
+        with self._translating(instance_id):
+            if isinstance(connection, Connection):
+                yield connection
+                return
+            with self.engine.connect() as conn:
+                yield conn
 
     # -- snapshots and inspection ------------------------------------------------------
     def save_snapshot(self, ctx: FlowContext, graph: Graph) -> None:

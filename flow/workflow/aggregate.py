@@ -161,8 +161,17 @@ class SupportsTaskIndex(Protocol):
         ...
 
     def index_inbox(
-        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
-    ) -> list[OpenTask]: ...
+        self,
+        identities: Sequence[str],
+        *,
+        graph_id: str | None,
+        limit: int,
+        after: int | None,
+        connection: object = None,
+    ) -> list[OpenTask]:
+        """One page of the inbox; run on ``connection`` (the caller's ``ctx.connection``)
+        when the repository can, so it sees the caller's own uncommitted work."""
+        ...
 
     def index_open_tasks(self, instance_id: str) -> list[OpenTask]: ...
 

@@ -189,13 +189,17 @@ class WorkflowExecutor:
         """Open tasks of RUNNING instances that ``ctx`` may operate (the controller's
         ``identities(ctx)`` meet the task's candidates), oldest first, each once. Page with
         ``after`` = the last task's ``cursor``. Raises :class:`IndexUnavailableError` when the
-        repository keeps no task index, :class:`InvalidQueryError` for a bad limit/cursor."""
+        repository keeps no task index, :class:`InvalidQueryError` for a bad limit/cursor. On
+        SQL the page is read on ``ctx.connection`` when it holds one: it sees your
+        transaction's own uncommitted steps."""
         index = self._require_index("inbox")
         _check_page(limit, after)
         identities = identities_of(self.state_controller, ctx)
         if not identities:
             return []
-        return index.index_inbox(identities, graph_id=graph_id, limit=limit, after=after)
+        return index.index_inbox(
+            identities, graph_id=graph_id, limit=limit, after=after, connection=ctx.connection
+        )
 
     def open_tasks(self, instance_id: str) -> list[OpenTask]:
         """The open tasks of one instance (empty when it has none or is unknown), oldest

@@ -191,7 +191,13 @@ class InMemoryStateRepository:
             )
 
     def index_inbox(
-        self, identities: Sequence[str], *, graph_id: str | None, limit: int, after: int | None
+        self,
+        identities: Sequence[str],
+        *,
+        graph_id: str | None,
+        limit: int,
+        after: int | None,
+        connection: object = None,
     ) -> list[OpenTask]:
         wanted = set(identities)
         with self._lock:

@@ -444,6 +444,17 @@ def test_an_instance_written_by_nobody_has_no_creator(db: sa.Engine) -> None:
     assert summary.instance_id == "n-1" and summary.creator is None
 
 
+def test_the_inbox_reads_on_the_callers_connection(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    with db.begin() as conn:
+        c = ctx("t-1", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        mine = ex.inbox(FlowContext.of(None, {"actor": "manager"}, connection=conn))
+        assert [t.instance_id for t in mine] == ["t-1"]
+        conn.rollback()
+    assert ex.inbox(FlowContext.of(None, {"actor": "manager"})) == []
+
+
 def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
     """Every column of every row of the three tables (what "writes nothing" compares)."""
     with db.connect() as conn:
