@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
 from flow.workflow.aggregate import MAX_CURSOR
@@ -68,10 +69,10 @@ def reindex(
     (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored graph that does not
     load (``GraphDefinitionError``), a walk that fails — raises its typed error naming the
     instance; its batch is rolled back and the batches before it stay indexed. With
-    ``on_bad_row(instance_id, error)`` such a row is reported instead, left unindexed (it
-    wrote nothing: these errors come before the row's write), and the batch goes on. A lock
-    conflict (``ConcurrentSubmitError``) or a database error (``RepositoryError``) is never a
-    bad row: it rolls the batch back and is raised.
+    ``on_bad_row(instance_id, error)`` such a row is reported instead and left unindexed
+    (each row is then indexed inside a savepoint, which a bad row rolls back), and the batch
+    goes on. A lock conflict (``ConcurrentSubmitError``) or a database error
+    (``RepositoryError``) is never a bad row: it rolls the batch back and is raised.
     """
     if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
@@ -109,7 +110,6 @@ class _Batch:
     ) -> None:
         self.executor = executor
         self.engine = engine
-        self.repository: Any = executor.state_repository
         self.all_rows = all_rows
         self.on_bad_row = on_bad_row
         r = tables.repository
@@ -145,20 +145,24 @@ class _Batch:
         return ids, wanted, done
 
     def _index_or_report(self, conn: Connection, row: Any) -> bool:
-        try:
+        """Index one row; with ``on_bad_row``, inside a savepoint, so that a row failing
+        part-way (a value its write refuses after the row's UPDATE) leaves nothing behind."""
+        if self.on_bad_row is None:
             return self._index(conn, row)
+        try:
+            with conn.begin_nested():
+                return self._index(conn, row)
         except (ConcurrentSubmitError, RepositoryError):
             raise  # the database's trouble, not the row's
         except FlowError as exc:
-            if self.on_bad_row is None:
-                raise
             self.on_bad_row(row.instant_id, exc)
             return False
 
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id
         graph = _graph_of(self.engine, instance_id, row.graph, row.states)
-        ctx = self.repository.restore_context(instance_id, connection=conn)
+        # The executor evaluates the graph with the stored variables (it restores them).
+        ctx = FlowContext.of(instance_id, connection=conn)
         as_of = row.update_time if isinstance(row.update_time, datetime) else None
         return self.executor.reindex(graph, ctx, as_of=as_of)
 

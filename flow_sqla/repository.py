@@ -115,6 +115,7 @@ class _Operation:
         "force_graph",
         "graph",
         "instance_id",
+        "keep_vars",
         "locked",
         "new_index",
         "replace_vars",
@@ -135,6 +136,7 @@ class _Operation:
         self.final: StoredRow | None = None
         self.new_index: InstanceIndex | None = None
         self.bookkeeping = False
+        self.keep_vars = False
 
     def note_graph(self, ctx: FlowContext, node: Node) -> None:
         if self.graph is None:
@@ -596,10 +598,11 @@ class SqlStateRepository:
     ) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         """``(stored vars as compared, vars to store)`` for the operation's context.
 
-        The context's variables are stored with a state change only (or by
-        :meth:`save_snapshot`): an operation that decides nothing — a find, a claim of a task
-        already waiting, a submit or send-back that returns False, anything on an unknown id
-        that finds no task — writes nothing, whatever its context holds."""
+        The context's variables are stored with a state change, by a submit that acted
+        (:meth:`keep_variables`) or by :meth:`save_snapshot`: an operation that decides
+        nothing — a find, a claim of a task already waiting, a submit or send-back that
+        returns False, anything on an unknown id that finds no task — writes nothing,
+        whatever its context holds."""
         base_vars, excluded = op.base.vars, self._vars.excluded
         if not excluded.isdisjoint(base_vars):
             # Rows written by the Go plugin may carry identity keys (actor, instanceId...):
@@ -607,7 +610,7 @@ class SqlStateRepository:
             base_vars = {k: v for k, v in base_vars.items() if k not in excluded}
         if op.replace_vars:
             return base_vars, self._vars.encode(op.instance_id, ctx.data)
-        if op.states == op.base.states:
+        if op.states == op.base.states and not op.keep_vars:
             return base_vars, base_vars
         return base_vars, {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
 
@@ -784,6 +787,13 @@ class SqlStateRepository:
         op = self._op(ctx)
         base_vars, new_vars = self._vars_change(ctx, op)
         return dict(op.states), new_vars != base_vars
+
+    def keep_variables(self, ctx: FlowContext) -> None:
+        """Store the context's variables with this operation even if it changes no state
+        (the executor calls it for a submit that acted; reads and refusals store none)."""
+        op = self._local.ops.get(ctx.instance_id)
+        if op is not None:
+            op.keep_vars = True
 
     def index_write(
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False

@@ -77,16 +77,23 @@ class Frontier:
     reached_end: bool
 
 
-def probe_context(ctx: FlowContext) -> FlowContext:
-    """A context holding ``ctx``'s data (without its intent) for a walk that must not touch
-    ``ctx``'s trace or stop flag."""
-    data = {k: v for k, v in ctx.data.items() if k not in ("context", "instanceId", INTENT_KEY)}
-    return FlowContext(ctx.instance_id, data, connection=ctx.connection)
+def probe_context(ctx: FlowContext, data: Mapping[str, object] | None = None) -> FlowContext:
+    """A context holding ``ctx``'s data (or ``data``), without its intent, for a walk that
+    must not touch ``ctx``'s trace or stop flag."""
+    source = ctx.data if data is None else data
+    kept = {k: v for k, v in source.items() if k not in ("context", "instanceId", INTENT_KEY)}
+    return FlowContext(ctx.instance_id, kept, connection=ctx.connection)
 
 
-def frontier(executor: WorkflowExecutor, graph: Graph, ctx: FlowContext) -> Frontier:
+def frontier(
+    executor: WorkflowExecutor,
+    graph: Graph,
+    ctx: FlowContext,
+    data: Mapping[str, object] | None = None,
+) -> Frontier:
     """The frontier of ``graph`` for ``ctx.instance_id`` with the states the repository holds
-    now (inside the caller's unit of work)."""
+    now (inside the caller's unit of work), its gateways deciding on ``data`` (default: the
+    context's own)."""
     overlay = OverlayRepository(executor.state_repository, ctx)
     driver = _FrontierDriver(
         executor.engine.get_driver(graph),
@@ -102,7 +109,7 @@ def frontier(executor: WorkflowExecutor, graph: Graph, ctx: FlowContext) -> Fron
     budget = executor.max_steps
     steps = None if budget is None else budget * max(1, len(graph.nodes))
     intent = executor._walk(
-        graph, probe_context(ctx), IntentType.FIND_NEXT_TASKS, driver, max_steps=steps
+        graph, probe_context(ctx, data), IntentType.FIND_NEXT_TASKS, driver, max_steps=steps
     )
     seen: set[str] = set()
     nodes: list[Node] = []
@@ -126,6 +133,7 @@ def build_index(
     reopened: Mapping[str, tuple[str, ...]] | None = None,
     now: datetime | None = None,
     passed: tuple[Node, ...] = (),
+    data: Mapping[str, object] | None = None,
 ) -> InstanceIndex:
     """The aggregate of the instance after an operation (states as the unit holds them now).
 
@@ -134,7 +142,8 @@ def build_index(
     the part of that lineage before it; ``reopened`` sets lineages explicitly (send-back).
     ``now`` (default: the clock) stamps tasks opened and a status closed by it (a reindex
     passes the time the stored states were written). ``passed``: the tasks a FORWARD_JUMP
-    forwarded, ``submitted`` first — a task it opens has them all in its lineage.
+    forwarded, ``submitted`` first — a task it opens has them all in its lineage. ``data``:
+    the variables the gateways decide on (default: the context's).
     """
     stored = read.stored
     if (
@@ -143,7 +152,7 @@ def build_index(
         and action != TaskAction.RESTART
     ):
         return stored
-    found = frontier(executor, graph, ctx)
+    found = frontier(executor, graph, ctx, data)
     before = {t.node_id: t for t in stored.tasks} if stored is not None else {}
     now = utc_now() if now is None else now
     prefix = f"{graph.id}:"

@@ -345,7 +345,14 @@ class WorkflowExecutor:
             read = index.index_read(ctx)
             if not read.stored_before:
                 return False
-            fresh = build_index(self, root, ctx, read, read.states, now=as_of)
+            # The gateways are evaluated with the variables as stored, not ctx's: a reindex
+            # stores none.
+            restore = getattr(self.state_repository, "restore_context", None)
+            stored = (
+                None if restore is None else restore(ctx.instance_id, connection=ctx.connection)
+            )
+            data = None if stored is None else stored.data
+            fresh = build_index(self, root, ctx, read, read.states, now=as_of, data=data)
             if not fresh.same_as(read.stored):
                 index.index_write(ctx, fresh, bookkeeping=True)
         return True
@@ -407,7 +414,9 @@ class WorkflowExecutor:
         stored = read.stored
         if stored is None and not states:
             return
-        if stored is not None and not vars_changed and states == read.states:
+        if not vars_changed and states == read.states:
+            # Nothing changed — also for an instance not indexed yet: a read does not index
+            # it (its walk ran on the caller's variables, which a read does not store).
             return
         fresh = None if vars_changed else claimed_only(graph, read, states)
         if fresh is None:
@@ -517,6 +526,11 @@ class WorkflowExecutor:
                     current = self._submit_do(graph, node, action, ctx, passed)
             finally:
                 ctx.exchanger = saved_exchanger
+            # A submit acted, whether or not a state changed (a FORWARD of a completed node,
+            # a RESTART of an empty instance): its variables are stored, as its record has them.
+            keep = getattr(self.state_repository, "keep_variables", None)
+            if keep is not None:
+                keep(ctx)
             if index is not None and read is not None:
                 self._index_end(index, graph, ctx, read, **_lineage_of(node, action, passed))
             if self.recorder is not None:
