@@ -739,9 +739,9 @@ def test_save_snapshot_stamps_the_audit_columns(db: sa.Engine, index: bool) -> N
     assert updater == "admin" and update_time > datetime(2020, 1, 1)
 
 
-def test_a_row_with_identity_keys_indexed_on_first_touch_stays_cacheable(db: sa.Engine) -> None:
-    """Go-plugin vars may hold identity keys; the first touch's write drops them, and the
-    process cache must hold what was written (else the next claim sees a 'changed' row)."""
+def test_a_row_with_identity_keys_stays_cacheable(db: sa.Engine) -> None:
+    """Go-plugin vars may hold identity keys, which the first write drops: the process cache
+    must hold the row as stored (else the next claim sees a 'changed' row)."""
     plain = executor(db, index=False)
     approve(plain, "k-1", "employee", amount=1)
     _set_row(db, "k-1", vars='{"amount": 1, "actor": "employee"}')
