@@ -345,6 +345,17 @@ class DialectOps:
         probe = _AUTOCOMMIT_PROBES.get(conn.dialect.driver)
         return is_autocommit(conn) or (probe is not None and probe(conn))
 
+    def open_for_savepoints(self, conn: Connection) -> None:
+        """Make the driver's transaction real before a ``SAVEPOINT``: sqlite3 begins one only
+        before a data change, so a ``SAVEPOINT`` sent first would open the transaction itself
+        and its ``RELEASE`` commit everything before it (SQLAlchemy's documented pysqlite
+        caveat). Sends ``BEGIN`` then; other drivers need nothing."""
+        if conn.dialect.driver != "pysqlite":
+            return
+        dbapi_conn: Any = conn.connection.dbapi_connection
+        if not dbapi_conn.in_transaction:
+            conn.exec_driver_sql("BEGIN")
+
     def upsert(self, row: Mapping[str, Any], update_columns: Sequence[str]) -> Executable:
         """INSERT ``row``; on an ``instant_id`` conflict UPDATE ``update_columns`` from it.
 

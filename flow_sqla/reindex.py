@@ -22,6 +22,7 @@ from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, Sna
 from flow.graph import Graph
 from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
+from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
@@ -81,7 +82,7 @@ def reindex(
     db = engine_for(bind)
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
-    batch = _Batch(executor, engine, tables, everything, on_bad_row)
+    batch = _Batch(executor, engine, tables, everything, on_bad_row, DialectOps(db.dialect, tables))
     last, seen, indexed = after, 0, 0
     while True:
         with db.begin() as conn:
@@ -107,11 +108,13 @@ class _Batch:
         tables: FlowTables,
         all_rows: bool,
         on_bad_row: Callable[[str, FlowError], None] | None,
+        dialect: DialectOps,
     ) -> None:
         self.executor = executor
         self.engine = engine
         self.all_rows = all_rows
         self.on_bad_row = on_bad_row
+        self._dialect = dialect
         r = tables.repository
         self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
         # The JSON columns as text: a row that does not decode is reported by its id below,
@@ -149,6 +152,7 @@ class _Batch:
         part-way (a value its write refuses after the row's UPDATE) leaves nothing behind."""
         if self.on_bad_row is None:
             return self._index(conn, row)
+        self._dialect.open_for_savepoints(conn)
         try:
             with conn.begin_nested():
                 return self._index(conn, row)
@@ -161,7 +165,7 @@ class _Batch:
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id
         graph = _graph_of(self.engine, instance_id, row.graph, row.states)
-        # The executor evaluates the graph with the stored variables (it restores them).
+        # The executor evaluates the graph with the variables of the row it locks.
         ctx = FlowContext.of(instance_id, connection=conn)
         as_of = row.update_time if isinstance(row.update_time, datetime) else None
         return self.executor.reindex(graph, ctx, as_of=as_of)

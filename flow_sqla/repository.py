@@ -788,6 +788,11 @@ class SqlStateRepository:
         base_vars, new_vars = self._vars_change(ctx, op)
         return dict(op.states), new_vars != base_vars
 
+    def stored_variables(self, ctx: FlowContext) -> dict[str, Any]:
+        """The variables of the row this operation holds locked, decoded — what its states
+        were decided with (a plain read could return an older snapshot of the row)."""
+        return self._vars.decode(ctx.instance_id, self._op(ctx).base.vars)
+
     def keep_variables(self, ctx: FlowContext) -> None:
         """Store the context's variables with this operation even if it changes no state
         (the executor calls it for a submit that acted; reads and refusals store none)."""

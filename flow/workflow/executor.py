@@ -345,13 +345,10 @@ class WorkflowExecutor:
             read = index.index_read(ctx)
             if not read.stored_before:
                 return False
-            # The gateways are evaluated with the variables as stored, not ctx's: a reindex
-            # stores none.
-            restore = getattr(self.state_repository, "restore_context", None)
-            stored = (
-                None if restore is None else restore(ctx.instance_id, connection=ctx.connection)
-            )
-            data = None if stored is None else stored.data
+            # The gateways are evaluated with the variables of the locked row, not ctx's: a
+            # reindex stores none.
+            stored = getattr(self.state_repository, "stored_variables", None)
+            data = None if stored is None else stored(ctx)
             fresh = build_index(self, root, ctx, read, read.states, now=as_of, data=data)
             if not fresh.same_as(read.stored):
                 index.index_write(ctx, fresh, bookkeeping=True)

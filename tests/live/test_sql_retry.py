@@ -306,7 +306,8 @@ def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
             c = ctx("pl-1", "manager", conn)
             task = ex.claim_task("oa", c)
             a_claimed.set()
-            while not _someone_waits_for_a_row_lock(observer):  # B is blocked on our row
+            # B is blocked on our row (a B that ended instead fails the asserts below).
+            while b.is_alive() and not _someone_waits_for_a_row_lock(observer):
                 b.join(0.01)
             assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
         b.join(THREAD_TIMEOUT)

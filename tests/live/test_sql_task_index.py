@@ -25,7 +25,7 @@ from flow.workflow import (
     TaskAction,
     TaskState,
 )
-from flow_sqla import migrations, reindex
+from flow_sqla import RepositoryError, migrations, reindex
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
@@ -805,6 +805,58 @@ def test_a_lock_conflict_is_not_a_bad_row(db: sa.Engine) -> None:
         impatient.dispose()
     assert bad == []
     assert executor(db, index=True).status("l-0") is None  # the batch was rolled back
+
+
+def test_reindex_decides_on_the_variables_of_the_row_it_locks(
+    db: sa.Engine, monkeypatch: Any
+) -> None:
+    """At REPEATABLE READ a plain read in the batch's transaction returns the row as of the
+    batch's first read; a change committed meanwhile is seen only by the locking read, which
+    the gateways must then decide with."""
+    import importlib
+
+    reindex_module = importlib.import_module(
+        "flow_sqla.reindex"
+    )  # the package re-exports the function
+
+    plain = sql_workflow(db, flow_engine(), state_controller=controller(), index=False)
+    alice = FlowContext.of("z-1", {"actor": "alice", "amount": 1})
+    assert plain.submit_task_if_waiting(plain.claim_task("excl", alice), TaskAction.FORWARD, alice)
+    original = reindex_module._Batch._index
+
+    def changed_meanwhile(self: Any, conn: Any, row: Any) -> bool:
+        _set_row(db, row.instant_id, vars='{"amount": 9000}')  # another writer commits
+        return original(self, conn, row)
+
+    monkeypatch.setattr(reindex_module._Batch, "_index", changed_meanwhile)
+    assert reindex(db, flow_engine(), state_controller=controller()) == 1
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    assert [t.node_id for t in ex.open_tasks("z-1")] == ["director"]
+
+
+def test_a_database_error_rolls_the_whole_batch_back_even_when_skipping_bad_rows(
+    db: sa.Engine, monkeypatch: Any
+) -> None:
+    """With on_bad_row each row runs in a savepoint; on SQLite the first SAVEPOINT must not
+    open (and its RELEASE commit) the batch's transaction."""
+    import importlib
+
+    reindex_module = importlib.import_module("flow_sqla.reindex")
+    plain = executor(db, index=False)
+    for n in range(3):
+        approve(plain, f"d-{n}", "employee", amount=1)
+    original = reindex_module._Batch._index
+
+    def failing_on_the_second(self: Any, conn: Any, row: Any) -> bool:
+        if row.instant_id == "d-1":
+            raise RepositoryError("the server went away", instance_id=row.instant_id)
+        return bool(original(self, conn, row))
+
+    monkeypatch.setattr(reindex_module._Batch, "_index", failing_on_the_second)
+    with pytest.raises(RepositoryError):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), on_bad_row=print)
+    indexed = executor(db, index=True)
+    assert [indexed.status(f"d-{n}") for n in range(3)] == [None, None, None]
 
 
 def test_an_everything_pass_resumes_after_its_checkpoint(db: sa.Engine) -> None:
