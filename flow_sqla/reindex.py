@@ -135,7 +135,7 @@ class _Batch:
         r = self._r
         window = conn.execute(self._ids.where(r.c.id > last).limit(size)).all()
         ids = [row.id for row in window]
-        wanted = sum(1 for row in window if self.all_rows or row.status is None)
+        wanted = sum(1 for row in window if self._wanted(row))
         if not wanted:
             return ids, 0, 0
         # The window's rows by primary-key range (no status predicate, which a planner might
@@ -143,9 +143,13 @@ class _Batch:
         rows = conn.execute(self._rows.where(r.c.id > last, r.c.id <= ids[-1]))
         done = 0
         for row in rows.all():
-            if self.all_rows or row.status is None:
+            if self._wanted(row):
                 done += self._index_or_report(conn, row)
         return ids, wanted, done
+
+    def _wanted(self, row: Any) -> bool:
+        """Whether this pass indexes ``row``: every row, or those without a status."""
+        return self.all_rows or row.status is None
 
     def _index_or_report(self, conn: Connection, row: Any) -> bool:
         """Index one row; with ``on_bad_row``, inside a savepoint, so that a row failing
