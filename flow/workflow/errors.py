@@ -63,6 +63,22 @@ class InvalidInstanceIdError(FlowError, ValueError):
         super().__init__(f"Invalid instance id {instance_id!r}: {reason}")
 
 
+class InvalidArgumentTypeError(FlowError, TypeError):
+    """An executor call got an argument of the wrong type: a ``message`` that is not text, a
+    ``task`` that is neither a ``Task`` nor an ``OpenTask``. Raised before anything is read or
+    written, on every repository alike (a driver would otherwise store ``b"x"`` as a blob on
+    one database and as hex text on another, or fail with a bare ``AttributeError``)."""
+
+    def __init__(
+        self, name: str, value: object, expected: str, *, instance_id: object = None
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.instance_id = instance_id
+        where = f" (instance {instance_id!r})" if isinstance(instance_id, str) else ""
+        super().__init__(f"{name} must be {expected}, not {type(value).__name__}{where}")
+
+
 class InstanceClosedError(FlowError):
     """A submit other than RESTART on a WITHDRAWN instance (``submit_task_if_waiting``
     returns ``False`` instead). Nothing was written."""
@@ -127,6 +143,7 @@ __all__ = [
     "IndexUnavailableError",
     "InstanceClosedError",
     "InvalidActionError",
+    "InvalidArgumentTypeError",
     "InvalidInstanceIdError",
     "InvalidQueryError",
     "SendBackError",

@@ -44,6 +44,7 @@ from flow.workflow.errors import (
     IndexUnavailableError,
     InstanceClosedError,
     InvalidActionError,
+    InvalidArgumentTypeError,
     InvalidInstanceIdError,
     InvalidQueryError,
     SendBackError,
@@ -151,6 +152,8 @@ class WorkflowExecutor:
     ) -> None:
         """Apply ``action`` to ``task``'s node (no check that it is WAITING: see
         :meth:`submit_task_if_waiting`). Raises :class:`InvalidActionError` for UNKNOWN."""
+        _check_message(message, ctx)
+        _check_task(task, ctx)
         self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=False)
 
     def submit_task_at(
@@ -164,6 +167,7 @@ class WorkflowExecutor:
     ) -> None:
         """Apply ``action`` to a node given by object or id. Raises ``GraphNotFoundError``,
         ``NodeNotFoundError`` and :class:`InvalidActionError`."""
+        _check_message(message, ctx)
         root = self._graph(graph)
         target = node if isinstance(node, Node) else root.get_node_or_throw(node)
         self._submit(root, target, action, ctx, message, check_waiting=False)
@@ -173,7 +177,11 @@ class WorkflowExecutor:
     ) -> bool:
         """Submit only if ``task`` is WAITING — checked on the task, then again under the
         instance lock against the repository together with ``is_operatable``. True if done."""
-        if task is None or task.state != TaskState.WAITING:
+        _check_message(message, ctx)
+        if task is None:
+            return False
+        _check_task(task, ctx)
+        if task.state != TaskState.WAITING:
             return False
         return self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=True)
 
@@ -194,6 +202,7 @@ class WorkflowExecutor:
         transaction's own uncommitted steps."""
         index = self._require_index("inbox")
         _check_page(limit, after)
+        _check_filter("graph_id", graph_id)
         identities = identities_of(self.state_controller, ctx)
         if not identities:
             return []
@@ -203,13 +212,15 @@ class WorkflowExecutor:
 
     def open_tasks(self, instance_id: str) -> list[OpenTask]:
         """The open tasks of one instance (empty when it has none or is unknown), oldest
-        first. Raises :class:`IndexUnavailableError`."""
-        return self._require_index("open_tasks").index_open_tasks(instance_id)
+        first. Raises :class:`IndexUnavailableError`, :class:`InvalidInstanceIdError`."""
+        index = self._require_index("open_tasks")
+        return index.index_open_tasks(_checked_instance_id(instance_id))
 
     def status(self, instance_id: str) -> InstanceStatus | None:
         """The stored status of one instance; ``None`` when it is unknown (or was written
-        before the index existed and not reindexed). Raises :class:`IndexUnavailableError`."""
-        return self._require_index("status").index_status(instance_id)
+        before the index existed and not reindexed). Raises :class:`IndexUnavailableError`,
+        :class:`InvalidInstanceIdError`."""
+        return self._require_index("status").index_status(_checked_instance_id(instance_id))
 
     def instances(
         self,
@@ -225,6 +236,8 @@ class WorkflowExecutor:
         :class:`InvalidQueryError`."""
         index = self._require_index("instances")
         _check_page(limit, after)
+        _check_filter("graph_id", graph_id)
+        _check_filter("creator", creator)
         if status is not None:
             status = _checked_status(status)
         return index.index_instances(
@@ -238,6 +251,7 @@ class WorkflowExecutor:
         withdrawer), the status WITHDRAWN. False, writing nothing, when the instance is unknown
         or not RUNNING. Who may withdraw is the caller's decision (see
         :attr:`InstanceSummary.creator`). Raises :class:`IndexUnavailableError`."""
+        _check_message(message, ctx)
         root = self._graph(graph)
         index = self._require_index("withdraw")
         with self._operation(ctx, lock=True):
@@ -271,8 +285,13 @@ class WorkflowExecutor:
         WAITING for ``ctx`` (checked under the instance lock). Raises :class:`SendBackError`
         (nothing written) when there is no single earlier task to go back to,
         :class:`IndexUnavailableError` without a task index."""
+        _check_message(message, ctx)
         if task is None:
             return False
+        if not isinstance(task, (Task, OpenTask)):
+            raise InvalidArgumentTypeError(
+                "task", task, "a Task, an OpenTask or None", instance_id=ctx.instance_id
+            )
         if isinstance(task, Task):
             if task.state != TaskState.WAITING:
                 return False
@@ -457,9 +476,7 @@ class WorkflowExecutor:
 
         Raises :class:`InvalidInstanceIdError` for ``""``, whitespace or a non-string id.
         """
-        instance_id = ctx.instance_id
-        if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
-            raise InvalidInstanceIdError(instance_id)
+        _checked_instance_id(ctx.instance_id)
         repository = self.state_repository
         unit_of_work = getattr(repository, "unit_of_work", None)
         if unit_of_work is None:
@@ -780,6 +797,38 @@ def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
     prefix = f"{graph.id}:"
     if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
         raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])
+
+
+def _checked_instance_id(instance_id: object) -> str:
+    """``instance_id`` when it can name an instance; :class:`InvalidInstanceIdError` for
+    ``""``, whitespace and non-strings, on every repository alike."""
+    if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
+        raise InvalidInstanceIdError(instance_id)
+    return instance_id
+
+
+def _check_filter(name: str, value: object) -> None:
+    """A query filter is text or ``None``: a number or a list would reach the driver, which
+    answers differently per database (an error on PostgreSQL, no match on the others)."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidQueryError(f"{name} must be a string or None, got {value!r}")
+
+
+def _check_task(task: object, ctx: FlowContext) -> None:
+    """A submit takes the ``Task`` a claim or find returned (an inbox's ``OpenTask`` is
+    claimed first: ``claim_task`` returns the ``Task``)."""
+    if not isinstance(task, Task):
+        raise InvalidArgumentTypeError(
+            "task", task, "a Task from claim_task or find_task", instance_id=ctx.instance_id
+        )
+
+
+def _check_message(message: object, ctx: FlowContext) -> None:
+    """An approver's comment is text or ``None`` (checked before anything is read)."""
+    if message is not None and not isinstance(message, str):
+        raise InvalidArgumentTypeError(
+            "message", message, "a string or None", instance_id=ctx.instance_id
+        )
 
 
 def _checked_status(status: InstanceStatus | int) -> InstanceStatus:

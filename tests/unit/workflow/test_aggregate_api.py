@@ -20,6 +20,8 @@ from flow.workflow import (
     IndexUnavailableError,
     InstanceClosedError,
     InstanceStatus,
+    InvalidArgumentTypeError,
+    InvalidInstanceIdError,
     InvalidQueryError,
     NotBlockStateController,
     SendBackError,
@@ -253,6 +255,40 @@ def test_queries_check_their_arguments(ex: WorkflowExecutor) -> None:
     with pytest.raises(InvalidQueryError, match="status"):
         ex.instances(status=99)  # type: ignore[arg-type]
     assert ex.status("unknown") is None and ex.open_tasks("unknown") == []
+
+
+def test_ids_filters_messages_and_tasks_of_the_wrong_type_are_refused(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    """The same typed errors as on SQL, before anything is read or written (a driver would
+    store ``b"x"`` differently per database, or compare ``["x"]`` as the text ``x``)."""
+    _approve(ex, "x", actor="alice")
+    for bad in (5, ["x"], None, "", " "):
+        with pytest.raises(InvalidInstanceIdError):
+            ex.status(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInstanceIdError):
+            ex.open_tasks(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="creator"):
+        ex.instances(creator=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="graph_id"):
+        ex.inbox(_ctx("x", actor="alice"), graph_id=b"excl")  # type: ignore[arg-type]
+    ctx = _ctx("x", role="boss")
+    task = ex.claim_task("excl", ctx)
+    assert task is not None
+    before = (_nodes(ex, "x"), len(recorder.records))
+    for message in (5, b"ok", ["ok"]):
+        with pytest.raises(InvalidArgumentTypeError, match="message must be a string"):
+            ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx, message=message)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="message must be a string"):
+            ex.withdraw("excl", ctx, message=message)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentTypeError, match="message must be a string"):
+            ex.send_back(task, ctx, message=message)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="'x'"):
+        ex.send_back("approve", ctx)  # type: ignore[arg-type]
+    (open_task,) = ex.open_tasks("x")
+    with pytest.raises(InvalidArgumentTypeError, match="claim_task"):
+        ex.submit_task_if_waiting(open_task, TaskAction.FORWARD, ctx)  # type: ignore[arg-type]
+    assert (_nodes(ex, "x"), len(recorder.records)) == before
 
 
 @pytest.mark.parametrize(
