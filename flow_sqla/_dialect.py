@@ -144,6 +144,31 @@ def _compile_exact_string(type_: ExactString, compiler: TypeCompiler, **kw: Any)
     return f"VARCHAR({type_.length}) COLLATE {collation}"
 
 
+class ExactlyEqual(sa.sql.expression.ColumnElement[bool]):
+    """``column = value``, compared exactly even where the column keeps the table's
+    case-insensitive, space-padded collation: the reference table's ``creator`` (shared with
+    the Go plugin, so its DDL is left alone). On MySQL/MariaDB it compiles to
+    ``column COLLATE <exact collation> = value`` (:func:`exact_collation` of the server
+    connected), elsewhere to a plain ``=``. No index is lost: ``creator`` has none."""
+
+    inherit_cache = False  # compiled per dialect; queries using it are not on a hot path
+    type = sa.Boolean()
+    _is_implicitly_boolean = True  # a comparison: no ``= 1`` appended where it is a filter
+
+    def __init__(self, column: sa.ColumnElement[str], value: str) -> None:
+        self.column = column
+        self.value = value
+
+
+@compiles(ExactlyEqual)
+def _compile_exactly_equal(element: ExactlyEqual, compiler: Any, **kw: Any) -> str:
+    collation = exact_collation(compiler.dialect)
+    column: sa.ColumnElement[str] = element.column
+    if collation is not None:
+        column = sa.collate(column, collation)
+    return str(compiler.process(column == element.value, **kw))
+
+
 class ModifyIdColumns(ExecutableDDLElement):
     """``ALTER TABLE t MODIFY a VARCHAR(n) COLLATE <exact> NOT NULL, MODIFY b ...`` on
     MySQL/MariaDB: one statement, so the table is rebuilt once, not once per column.
@@ -586,6 +611,7 @@ __all__ = [
     "DialectOps",
     "EncodedJSON",
     "ExactString",
+    "ExactlyEqual",
     "IndexMerge",
     "ModifyIdColumns",
     "exact_collation",

@@ -2,9 +2,10 @@
 
 The reference columns are ``VARCHAR(64)`` (ids, actors, auditors) and ``TEXT`` (the message;
 65,535 bytes on MySQL/MariaDB). SQLite enforces neither, MySQL/MariaDB and PostgreSQL reject a
-longer value, and every driver fails on text that is not valid UTF-8 (a lone surrogate) with a
-raw ``UnicodeEncodeError``. Checking here gives the same typed error on every dialect, naming
-the instance, graph or node — before a claim writes anything, so no instance gets stuck.
+longer value, every driver fails on text that is not valid UTF-8 (a lone surrogate) with a raw
+``UnicodeEncodeError``, and PostgreSQL refuses a NUL character in text. Checking here gives the
+same typed error on every dialect, naming the instance, graph or node — before a claim writes
+anything, so no instance gets stuck.
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ _MESSAGE_SAFE_CHARS = MESSAGE_MAX_BYTES // 4
 
 
 def encoding_problem(value: str) -> str | None:
-    """Why ``value`` cannot be sent as UTF-8 (a lone surrogate and its position), or ``None``.
-    ASCII text, the usual case, is answered without encoding."""
+    """Why ``value`` cannot be stored as text (a lone surrogate, or a NUL character, and its
+    position), or ``None``. PostgreSQL's text refuses NUL while MySQL/MariaDB and SQLite store
+    it, so it is refused on every dialect alike. ASCII text, the usual case, is answered
+    without encoding."""
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"NUL character at position {nul} (PostgreSQL cannot store it in text)"
     if value.isascii():
         return None
     try:
@@ -36,13 +42,15 @@ def encoding_problem(value: str) -> str | None:
     return None
 
 
-def check_id(value: str, field: str, *, instance_id: str | None = None) -> str:
-    """``value`` if it fits a ``VARCHAR(64)`` id column and is valid UTF-8; else
+def check_id(
+    value: str, field: str, *, instance_id: str | None = None, limit: int = ID_LENGTH
+) -> str:
+    """``value`` if it fits a ``VARCHAR(limit)`` column (an id: 64) and is valid UTF-8; else
     :class:`UnstorableValueError` naming ``field``."""
-    if len(value) > ID_LENGTH:
+    if len(value) > limit:
         raise UnstorableValueError(
             field,
-            f"{len(value)} characters, the column holds {ID_LENGTH}",
+            f"{len(value)} characters, the column holds {limit}",
             instance_id=instance_id,
             value=value,
         )
@@ -73,7 +81,7 @@ def check_message(message: str | None, instance_id: str) -> str | None:
     """The approver's comment: at most :data:`MESSAGE_MAX_BYTES` UTF-8 bytes, valid UTF-8."""
     if message is None:
         return None
-    if len(message) > _MESSAGE_SAFE_CHARS or not message.isascii():
+    if len(message) > _MESSAGE_SAFE_CHARS or not message.isascii() or "\x00" in message:
         problem = encoding_problem(message)
         if problem is not None:
             raise UnstorableValueError("message", problem, instance_id=instance_id)

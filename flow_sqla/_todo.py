@@ -26,7 +26,8 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import IndexMerge
+from flow_sqla._dialect import ExactlyEqual, IndexMerge
+from flow_sqla._limits import check_id
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
@@ -232,10 +233,11 @@ class TodoTable:
     ) -> sa.Select[Any]:
         """One statement: the oldest row per task among the rows of ``identities``, oldest
         first. Served by the ``(candidate, id)`` index; the ``NOT EXISTS`` (on the unique key)
-        keeps a task whose several candidates match once, at its first matching row."""
+        keeps a task whose several candidates match once, at its first matching row.
+        ``identities``: at least one that :func:`matchable` keeps."""
         t = self._todo
         other = t.alias("other")
-        wanted = [c[:CANDIDATE_LENGTH] for c in identities]
+        wanted = matchable(identities)
         duplicate = (
             sa.select(sa.literal(1))
             .where(
@@ -278,6 +280,8 @@ class TodoTable:
         limit: int,
         after: int | None,
     ) -> list[OpenTask]:
+        if not matchable(identities):
+            return []
         rows = conn.execute(self.inbox_statement(identities, graph_id, limit, after)).mappings()
         return [_open_task(row, (row["candidate"],)) for row in rows]
 
@@ -323,7 +327,7 @@ class TodoTable:
         if graph_id is not None:
             stmt = stmt.where(r.c.graph_id == graph_id)
         if creator is not None:
-            stmt = stmt.where(r.c.creator == creator)
+            stmt = stmt.where(ExactlyEqual(r.c.creator, creator))
         if after is not None:
             stmt = stmt.where(r.c.id < after)
         return stmt.order_by(r.c.id.desc()).limit(limit)
@@ -384,6 +388,12 @@ def _keys(instance_id: str, task: IndexedTask) -> list[dict[str, Any]]:
     ]
 
 
+def matchable(identities: Sequence[str]) -> list[str]:
+    """The identities a stored candidate can equal, each once: one longer than the column is
+    never stored (see :func:`_stored_candidates`), so it matches nothing."""
+    return list(dict.fromkeys(c for c in identities if len(c) <= CANDIDATE_LENGTH))
+
+
 def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, Any]]:
     return [
         {
@@ -396,12 +406,24 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
             "lineage": list(task.lineage),
             "create_time": task.opened_at,
         }
-        for candidate in _clipped(task.candidates)
+        for candidate in _stored_candidates(instance_id, task)
     ]
 
 
+def _stored_candidates(instance_id: str, task: IndexedTask) -> list[str]:
+    """The candidates of a task being opened, each once (order kept). One that does not fit
+    the column raises :class:`UnstorableValueError` naming the node and instance, before the
+    operation writes anything: clipped, two roles sharing their first 128 characters would
+    become one candidate, and each would see the other's tasks in its inbox."""
+    field_name = f"candidate of node {task.node_id!r}"
+    for candidate in task.candidates:
+        check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
+    return list(dict.fromkeys(task.candidates))
+
+
 def _clipped(candidates: Sequence[str]) -> list[str]:
-    """Candidates as stored: clipped to the column, each once (order kept)."""
+    """Candidates as keys of stored rows, each once (order kept). Clipped to the column: rows
+    written before longer candidates were refused hold them clipped."""
     return list(dict.fromkeys(c[:CANDIDATE_LENGTH] for c in candidates))
 
 

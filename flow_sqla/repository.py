@@ -818,14 +818,19 @@ class SqlStateRepository:
         after: int | None,
         connection: object = None,
     ) -> list[OpenTask]:
+        for identity in identities:
+            check_readable(identity, "identity")
+        _check_filters(graph_id=graph_id)
         with self._query(connection=connection) as conn:
             return self._todo.inbox(conn, identities, graph_id, limit, after)
 
     def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
+        check_readable(instance_id, "instance id")
         with self._query(instance_id) as conn:
             return self._todo.open_tasks(conn, instance_id)
 
     def index_status(self, instance_id: str) -> InstanceStatus | None:
+        check_readable(instance_id, "instance id")
         with self._query(instance_id) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
         return None if code is None else InstanceStatus(code)
@@ -839,6 +844,7 @@ class SqlStateRepository:
         limit: int,
         after: int | None,
     ) -> list[InstanceSummary]:
+        _check_filters(graph_id=graph_id, creator=creator)
         with self._query() as conn:
             return self._todo.instances(conn, status, graph_id, creator, limit, after)
 
@@ -954,6 +960,14 @@ class SqlStateRepository:
             f"SqlStateRepository({self.engine.url.render_as_string()!r}, "
             f"table={self.tables.repository.name!r}, cache={self.cache_mode!r})"
         )
+
+
+def _check_filters(**filters: str | None) -> None:
+    """Query filters must be storable text (no lone surrogate, no NUL): the same
+    :class:`UnstorableValueError` on every dialect, where drivers would differ."""
+    for name, value in filters.items():
+        if value is not None:
+            check_readable(value, name)
 
 
 def _json_value(instance_id: str, raw: Any) -> Any:

@@ -62,5 +62,5 @@ WHERE bpm_flow_repository.status IS NOT NULL ORDER BY bpm_flow_repository.id DES
 
 SELECT bpm_flow_repository.id, bpm_flow_repository.instant_id, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.update_time, bpm_flow_repository.finish_time 
 FROM bpm_flow_repository 
-WHERE bpm_flow_repository.status = %s AND bpm_flow_repository.graph_id = %s AND bpm_flow_repository.creator = %s AND bpm_flow_repository.id < %s ORDER BY bpm_flow_repository.id DESC 
+WHERE bpm_flow_repository.status = %s AND bpm_flow_repository.graph_id = %s AND (bpm_flow_repository.creator COLLATE utf8mb4_0900_bin) = %s AND bpm_flow_repository.id < %s ORDER BY bpm_flow_repository.id DESC 
  LIMIT %s

@@ -1,0 +1,196 @@
+"""Hostile input to the approval aggregate on SQLite, MariaDB and PostgreSQL: values a column
+cannot hold exactly (long candidates, NUL), arguments of the wrong type, and filters that a
+collation would widen. Each gets the same typed error — or the same answer — on every dialect,
+and nothing is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from _support import approve, ctx, executor, migrate
+
+from flow import FlowContext, FlowEngine, Graph
+from flow.workflow import (
+    ActorStateController,
+    InvalidArgumentTypeError,
+    InvalidInstanceIdError,
+    InvalidQueryError,
+    TaskAction,
+    WorkflowExecutor,
+)
+from flow_sqla import UnstorableValueError
+from flow_sqla.tables import CANDIDATE_LENGTH
+from flow_sqla.wiring import sql_workflow
+
+
+@pytest.fixture
+def db(engine: sa.Engine) -> sa.Engine:
+    return migrate(engine)
+
+
+def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
+    """Every column of every row of the three tables (what "writes nothing" compares)."""
+    with db.connect() as conn:
+        return [
+            tuple(row)
+            for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
+            for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id"))
+        ]
+
+
+def _role_graph(graph_id: str, role: str) -> Graph:
+    return Graph.from_text(
+        f"""
+        id: {graph_id}
+        layout:
+          - {{id: start, type: start, link: review}}
+          - {{id: review, meta: {{role: "{role}"}}, link: end}}
+          - {{id: end, type: end}}
+        """
+    )
+
+
+def _role_executor(db: sa.Engine, *graphs: Graph) -> WorkflowExecutor:
+    engine = FlowEngine()
+    for graph in graphs:
+        engine.load(graph)
+    return sql_workflow(db, engine, state_controller=ActorStateController("actor", "role"))
+
+
+def _as_role(instance_id: str | None, role: str) -> FlowContext:
+    return FlowContext.of(instance_id, {"role": role})
+
+
+# -- candidates: refused, never clipped into another identity -------------------------------
+def test_a_candidate_longer_than_its_column_is_refused_with_nothing_written(db: sa.Engine) -> None:
+    """Clipped to 128 characters, roles sharing that prefix would become one candidate: each
+    would see the other's tasks. Opening such a task raises instead, naming node and instance."""
+    role = "r" * CANDIDATE_LENGTH + "-long"  # "role:" + this is well past the column
+    ex = _role_executor(db, _role_graph("long", role))
+    with pytest.raises(UnstorableValueError, match="candidate of node 'review'") as caught:
+        ex.claim_task("long", _as_role("l-1", role))
+    assert caught.value.instance_id == "l-1"
+    assert _snapshot(db) == []
+
+
+def test_identities_sharing_a_prefix_never_see_each_others_tasks(db: sa.Engine) -> None:
+    """A role that fills the column exactly is stored whole; a longer identity with the same
+    first 128 characters matches nothing in the inbox (it was clipped onto the stored one)."""
+    stored = "r" * (CANDIDATE_LENGTH - len("role:"))
+    ex = _role_executor(db, _role_graph("fits", stored))
+    assert ex.claim_task("fits", _as_role("f-1", stored)) is not None
+    assert [t.instance_id for t in ex.inbox(_as_role(None, stored))] == ["f-1"]
+    assert ex.inbox(_as_role(None, stored + "x")) == []
+    assert ex.claim_task("fits", _as_role("f-1", stored + "x")) is None
+
+
+# -- the creator filter compares exactly ------------------------------------------------------
+def test_the_creator_filter_is_exact_about_case_and_trailing_spaces(db: sa.Engine) -> None:
+    """``creator`` keeps the reference table's collation (case-insensitive and space-padded on
+    MySQL/MariaDB); "my running requests" must still not list another user's."""
+    ex = executor(db, index=True)
+    for instance_id, auditor in (("c-1", "ann"), ("c-2", "Ann"), ("c-3", "ann ")):
+        c = ctx(instance_id, "employee", amount=1, auditor=auditor)
+        assert ex.claim_task("oa", c) is not None
+    assert [s.instance_id for s in ex.instances(creator="ann")] == ["c-1"]
+    assert [s.instance_id for s in ex.instances(creator="ANN")] == []
+    assert [s.instance_id for s in ex.instances(creator="ann ")] == ["c-3"]
+
+
+# -- NUL: PostgreSQL's text cannot hold it, so no dialect takes it ---------------------------
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ex: ex.claim_task("oa", ctx("a\x00b", "employee", amount=1)),
+        lambda ex: ex.claim_task("oa", ctx("n-1", "emp\x00loyee", amount=1)),
+        lambda ex: ex.status("a\x00b"),
+        lambda ex: ex.open_tasks("a\x00b"),
+        lambda ex: ex.instances(creator="a\x00b"),
+        lambda ex: ex.instances(graph_id="o\x00a"),
+        lambda ex: ex.inbox(FlowContext.of(None, {"actor": "man\x00ager"})),
+        lambda ex: ex.inbox(FlowContext.of(None, {"actor": "manager"}), graph_id="o\x00a"),
+    ],
+    ids=["claim id", "claim actor", "status", "open_tasks", "creator", "graph_id", "identity",
+         "inbox graph_id"],
+)
+def test_a_nul_character_gets_the_same_typed_error_on_every_dialect(
+    db: sa.Engine, call: Any
+) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "n-0", "employee", amount=1)
+    before = _snapshot(db)
+    with pytest.raises(UnstorableValueError, match="NUL character"):
+        call(ex)
+    assert _snapshot(db) == before
+
+
+def test_a_message_with_nul_is_refused_before_anything_is_written(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "n-2", "employee", amount=1)
+    c = ctx("n-2", "manager")
+    task = ex.claim_task("oa", c)
+    before = _snapshot(db)
+    with pytest.raises(UnstorableValueError, match="NUL character"):
+        ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message="ok\x00")
+    with pytest.raises(UnstorableValueError, match="NUL character"):
+        ex.withdraw("oa", ctx("n-2", "employee"), message="\x00")
+    assert _snapshot(db) == before
+
+
+# -- arguments of the wrong type ---------------------------------------------------------------
+@pytest.mark.parametrize("message", [5, b"bytes", ["a"], {"text": "x"}])
+def test_a_message_that_is_not_text_is_refused_before_anything_is_written(
+    db: sa.Engine, message: Any
+) -> None:
+    """Bytes would be stored as a blob on SQLite, as text on MariaDB and as hex on PostgreSQL."""
+    ex = executor(db, index=True)
+    approve(ex, "m-1", "employee", amount=1)
+    c = ctx("m-1", "manager")
+    task = ex.claim_task("oa", c)
+    before = _snapshot(db)
+    calls = [
+        lambda: ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message=message),
+        lambda: ex.submit_task_at("oa", "manager", TaskAction.FORWARD, c, message=message),
+        lambda: ex.withdraw("oa", ctx("m-1", "employee"), message=message),
+        lambda: ex.send_back(task, c, message=message),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgumentTypeError, match="message must be a string") as caught:
+            call()
+        assert caught.value.instance_id == "m-1"
+    assert _snapshot(db) == before
+
+
+def test_ids_and_filters_of_the_wrong_type_get_typed_errors(db: sa.Engine) -> None:
+    """MariaDB would compare ``['x']`` as the text ``'x'`` and report that instance's status;
+    PostgreSQL would raise a driver error; SQLite would match nothing."""
+    ex = executor(db, index=True)
+    approve(ex, "x", "employee", amount=1)
+    for bad in (5, ["x"], None, ""):
+        with pytest.raises(InvalidInstanceIdError):
+            ex.status(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInstanceIdError):
+            ex.open_tasks(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="creator"):
+        ex.instances(creator=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="graph_id"):
+        ex.instances(graph_id=["oa"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="graph_id"):
+        ex.inbox(ctx("x", "manager"), graph_id=5)  # type: ignore[arg-type]
+
+
+def test_a_task_of_the_wrong_type_is_refused(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "t-1", "employee", amount=1)
+    c = ctx("t-1", "manager")
+    (open_task,) = ex.open_tasks("t-1")
+    before = _snapshot(db)
+    with pytest.raises(InvalidArgumentTypeError, match="task must be a Task, an OpenTask"):
+        ex.send_back("manager", c)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="task must be a Task from claim_task"):
+        ex.submit_task_if_waiting(open_task, TaskAction.FORWARD, c)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match="task must be a Task from claim_task"):
+        ex.submit_task("manager", TaskAction.FORWARD, c)  # type: ignore[arg-type]
+    assert _snapshot(db) == before
