@@ -541,7 +541,7 @@ class SqlStateRepository:
         new_index = op.new_index
         with_index = new_index is not None and not _same_index(new_index, base.aggregate)
         changed = op.states != base.states or new_vars != base_vars or op.force_graph or with_index
-        if not changed:
+        if not changed or self._creates_stateless_row(op, with_index):
             op.final = base
             if self.keeps_task_index and _empty(base) and op.locked:
                 self._drop_empty_row(op)
@@ -613,6 +613,20 @@ class SqlStateRepository:
         if op.states == op.base.states and not op.keep_vars:
             return base_vars, base_vars
         return base_vars, {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
+
+    def _creates_stateless_row(self, op: _Operation, with_index: bool) -> bool:
+        """Whether, with the index on, the write would create an instance for its variables
+        alone: no state before or after (a BACK or RESTART submitted on an unknown id). Such
+        a row would have no status — in no inbox, ``status()`` None — yet a withdraw would
+        take it for a running instance; the in-memory repository keeps nothing either. The
+        submit's history record is still written. ``save_snapshot`` still stores what it is
+        given."""
+        return (
+            self.keeps_task_index
+            and not op.states
+            and _empty(op.base)
+            and not (with_index or op.force_graph or op.replace_vars)
+        )
 
     def _drop_empty_row(self, op: _Operation) -> None:
         """An operation that stored nothing leaves no row behind (the locking read created

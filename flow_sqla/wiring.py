@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 from flow.codec import CodecLimits
 from flow.workflow.executor import WorkflowExecutor
 from flow_sqla._engine import engine_for
+from flow_sqla._vars import DEFAULT_IDENTITY_KEYS
 from flow_sqla.history import TaskHistoryRecorder
 from flow_sqla.repository import CacheMode, SqlStateRepository
 from flow_sqla.tables import FlowTables
@@ -43,7 +44,12 @@ def sql_workflow(
     ``index=True`` (default; needs revision ``flow0004``) also keeps instance status and open
     tasks in that transaction, for ``inbox``/``instances``/``withdraw``/``send_back``.
     ``index=False`` uses the two reference tables only (a Go-plugin-compatible deployment);
-    those calls then raise :class:`~flow.workflow.IndexUnavailableError`."""
+    those calls then raise :class:`~flow.workflow.IndexUnavailableError`.
+
+    The stored variables leave out the identity keys (``actor``, ``auditor``, ``creator``)
+    and the controller's own ``keys`` (``ActorStateController("actor", "role")``: ``role``):
+    who acts belongs to the request, and a stored ``role`` would be merged into the next
+    caller's context and let someone without it claim the role's task."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
@@ -57,10 +63,20 @@ def sql_workflow(
             plain_json=plain_json,
             limits=limits,
             index=index,
+            vars_filter=identity_keys(state_controller),
         ),
         recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits, index=index),
         max_steps=max_steps,
     )
 
 
-__all__ = ["sql_workflow"]
+def identity_keys(state_controller: object) -> frozenset[str]:
+    """The context keys never stored in ``vars``: the default identity keys and the
+    controller's ``keys`` attribute when it has one (as :class:`ActorStateController`)."""
+    keys = getattr(state_controller, "keys", ())
+    if not isinstance(keys, tuple | list | frozenset | set):
+        keys = ()
+    return DEFAULT_IDENTITY_KEYS | {k for k in keys if isinstance(k, str)}
+
+
+__all__ = ["identity_keys", "sql_workflow"]

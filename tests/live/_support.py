@@ -87,6 +87,16 @@ def count_rows(engine: sa.Engine, table: str, instance_id: str | None = None) ->
         return int(conn.execute(sa.text(sql), params).scalar_one())
 
 
+def every_row(engine: sa.Engine) -> list[tuple[Any, ...]]:
+    """Every column of every row of the three tables (what "writes nothing" compares)."""
+    with engine.connect() as conn:
+        return [
+            tuple(row)
+            for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
+            for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id"))
+        ]
+
+
 class StatementCounter:
     """Counts cursor executions (BEGIN/COMMIT are not cursor executes) on an engine."""
 

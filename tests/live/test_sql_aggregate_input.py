@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, ctx, executor, migrate
+from _support import approve, ctx, every_row, executor, migrate
 
 from flow import FlowContext, FlowEngine, Graph
 from flow.workflow import (
@@ -28,16 +28,6 @@ from flow_sqla.wiring import sql_workflow
 @pytest.fixture
 def db(engine: sa.Engine) -> sa.Engine:
     return migrate(engine)
-
-
-def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
-    """Every column of every row of the three tables (what "writes nothing" compares)."""
-    with db.connect() as conn:
-        return [
-            tuple(row)
-            for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
-            for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id"))
-        ]
 
 
 def _role_graph(graph_id: str, role: str) -> Graph:
@@ -72,7 +62,7 @@ def test_a_candidate_longer_than_its_column_is_refused_with_nothing_written(db: 
     with pytest.raises(UnstorableValueError, match="candidate of node 'review'") as caught:
         ex.claim_task("long", _as_role("l-1", role))
     assert caught.value.instance_id == "l-1"
-    assert _snapshot(db) == []
+    assert every_row(db) == []
 
 
 def test_identities_sharing_a_prefix_never_see_each_others_tasks(db: sa.Engine) -> None:
@@ -112,18 +102,26 @@ def test_the_creator_filter_is_exact_about_case_and_trailing_spaces(db: sa.Engin
         lambda ex: ex.inbox(FlowContext.of(None, {"actor": "man\x00ager"})),
         lambda ex: ex.inbox(FlowContext.of(None, {"actor": "manager"}), graph_id="o\x00a"),
     ],
-    ids=["claim id", "claim actor", "status", "open_tasks", "creator", "graph_id", "identity",
-         "inbox graph_id"],
+    ids=[
+        "claim id",
+        "claim actor",
+        "status",
+        "open_tasks",
+        "creator",
+        "graph_id",
+        "identity",
+        "inbox graph_id",
+    ],
 )
 def test_a_nul_character_gets_the_same_typed_error_on_every_dialect(
     db: sa.Engine, call: Any
 ) -> None:
     ex = executor(db, index=True)
     approve(ex, "n-0", "employee", amount=1)
-    before = _snapshot(db)
+    before = every_row(db)
     with pytest.raises(UnstorableValueError, match="NUL character"):
         call(ex)
-    assert _snapshot(db) == before
+    assert every_row(db) == before
 
 
 def test_a_message_with_nul_is_refused_before_anything_is_written(db: sa.Engine) -> None:
@@ -131,12 +129,12 @@ def test_a_message_with_nul_is_refused_before_anything_is_written(db: sa.Engine)
     approve(ex, "n-2", "employee", amount=1)
     c = ctx("n-2", "manager")
     task = ex.claim_task("oa", c)
-    before = _snapshot(db)
+    before = every_row(db)
     with pytest.raises(UnstorableValueError, match="NUL character"):
         ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message="ok\x00")
     with pytest.raises(UnstorableValueError, match="NUL character"):
         ex.withdraw("oa", ctx("n-2", "employee"), message="\x00")
-    assert _snapshot(db) == before
+    assert every_row(db) == before
 
 
 # -- arguments of the wrong type ---------------------------------------------------------------
@@ -149,7 +147,7 @@ def test_a_message_that_is_not_text_is_refused_before_anything_is_written(
     approve(ex, "m-1", "employee", amount=1)
     c = ctx("m-1", "manager")
     task = ex.claim_task("oa", c)
-    before = _snapshot(db)
+    before = every_row(db)
     calls = [
         lambda: ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message=message),
         lambda: ex.submit_task_at("oa", "manager", TaskAction.FORWARD, c, message=message),
@@ -160,7 +158,7 @@ def test_a_message_that_is_not_text_is_refused_before_anything_is_written(
         with pytest.raises(InvalidArgumentTypeError, match="message must be a string") as caught:
             call()
         assert caught.value.instance_id == "m-1"
-    assert _snapshot(db) == before
+    assert every_row(db) == before
 
 
 def test_ids_and_filters_of_the_wrong_type_get_typed_errors(db: sa.Engine) -> None:
@@ -186,11 +184,11 @@ def test_a_task_of_the_wrong_type_is_refused(db: sa.Engine) -> None:
     approve(ex, "t-1", "employee", amount=1)
     c = ctx("t-1", "manager")
     (open_task,) = ex.open_tasks("t-1")
-    before = _snapshot(db)
+    before = every_row(db)
     with pytest.raises(InvalidArgumentTypeError, match="task must be a Task, an OpenTask"):
         ex.send_back("manager", c)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentTypeError, match="task must be a Task from claim_task"):
         ex.submit_task_if_waiting(open_task, TaskAction.FORWARD, c)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentTypeError, match="task must be a Task from claim_task"):
         ex.submit_task("manager", TaskAction.FORWARD, c)  # type: ignore[arg-type]
-    assert _snapshot(db) == before
+    assert every_row(db) == before

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, counting, ctx, executor, migrate, raw_row
+from _support import approve, count_rows, counting, ctx, every_row, executor, migrate, raw_row
 
 from flow import FlowContext, FlowEngine, Graph
 from flow.errors import GraphDefinitionError, SnapshotError
@@ -522,16 +522,6 @@ def test_a_bad_row_failing_in_its_write_leaves_nothing_behind(db: sa.Engine) -> 
     assert status is None  # left unindexed: a later pass visits it again
 
 
-def _snapshot(db: sa.Engine) -> list[tuple[Any, ...]]:
-    """Every column of every row of the three tables (what "writes nothing" compares)."""
-    with db.connect() as conn:
-        return [
-            tuple(row)
-            for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
-            for row in conn.execute(sa.text(f"SELECT * FROM {table} ORDER BY id"))
-        ]
-
-
 def test_calls_that_decline_write_nothing_whatever_their_context_holds(db: sa.Engine) -> None:
     """False (or None) means nothing written: not the context's new variables either, which
     would also move the gateways the stored open tasks were computed with."""
@@ -541,7 +531,7 @@ def test_calls_that_decline_write_nothing_whatever_their_context_holds(db: sa.En
     approve(ex, "v-1", "manager")
     approve(ex, "v-2", "employee", amount=1)
     task = ex.claim_task("oa", ctx("v-2", "manager"))
-    before = _snapshot(db)
+    before = every_row(db)
     big = {"amount": 9000, "note": "changed"}
     assert (
         ex.submit_task_if_waiting(stale, TaskAction.FORWARD, ctx("v-1", "manager", **big)) is False
@@ -550,7 +540,7 @@ def test_calls_that_decline_write_nothing_whatever_their_context_holds(db: sa.En
     assert ex.send_back(task, ctx("v-2", "director", **big)) is False  # not a candidate
     assert ex.claim_task("oa", ctx("v-2", "director", note="changed")) is None
     assert ex.find_task("oa", ctx("v-2", "manager", **big)) is not None
-    assert _snapshot(db) == before
+    assert every_row(db) == before
     assert [t.node_id for t in ex.inbox(FlowContext.of(None, {"actor": "manager"}))] == ["manager"]
 
 
@@ -563,6 +553,38 @@ def test_nothing_found_on_an_unknown_id_leaves_no_row_whatever_the_context_holds
     assert ex.find_next_tasks("oa", ctx("ghost", "nobody", **data)) is not None
     assert ex.withdraw("oa", ctx("ghost", "nobody", **data)) is False
     assert _rows(db) == {"bpm_flow_repository": 0, "bpm_flow_task": 0, "bpm_flow_todo": 0}
+
+
+@pytest.mark.parametrize("action", [TaskAction.BACK, TaskAction.BACK_JUMP, TaskAction.RESTART])
+def test_a_submit_that_sets_no_state_on_an_unknown_id_starts_no_instance(
+    db: sa.Engine, action: TaskAction
+) -> None:
+    """Its history record is written (as in memory), its variables alone create no row: such
+    a row would have no status, yet a withdraw would take it for a running instance."""
+    ex = executor(db, index=True)
+    c = ctx("fresh", "manager", amount=1, note="kept nowhere")
+    ex.submit_task_at("oa", "manager", action, c)
+    assert _rows(db) == {"bpm_flow_repository": 0, "bpm_flow_task": 1, "bpm_flow_todo": 0}
+    assert ex.status("fresh") is None and ex.instances() == []
+    assert ex.withdraw("oa", ctx("fresh", "employee")) is False
+    assert _rows(db) == {"bpm_flow_repository": 0, "bpm_flow_task": 1, "bpm_flow_todo": 0}
+
+
+def test_a_role_is_never_stored_for_the_next_caller(db: sa.Engine) -> None:
+    """The controller's keys are who acts, like ``actor``: a ``role`` stored with the
+    variables would be merged into a later context without one, and its holder could claim
+    the role's task while the inbox (rightly) shows nothing."""
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    alice = FlowContext.of("leak", {"actor": "alice", "role": "boss", "amount": 1})
+    assert ex.submit_task_if_waiting(ex.claim_task("excl", alice), TaskAction.FORWARD, alice)
+    dave = FlowContext.of("leak", {"actor": "dave"})
+    assert ex.inbox(dave) == []
+    assert ex.claim_task("excl", dave) is None
+    stored = raw_row(db, "leak")
+    assert stored is not None and "role" not in stored["vars"]
+    boss = FlowContext.of("leak", {"actor": "erin", "role": "boss"})
+    task = ex.claim_task("excl", boss)
+    assert task is not None and task.node_id == "manager"
 
 
 # -- index=False and reindex -----------------------------------------------------------------
