@@ -42,6 +42,15 @@ def encoding_problem(value: str) -> str | None:
     return None
 
 
+def display_text(text: str | None, limit: int) -> str:
+    """A node title as stored: display text, cut to ``limit`` characters, NUL characters
+    left out (PostgreSQL's text refuses them; a title is never worth a failed submit)."""
+    text = text or ""
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text[:limit]
+
+
 def check_id(
     value: str, field: str, *, instance_id: str | None = None, limit: int = ID_LENGTH
 ) -> str:
@@ -134,6 +143,7 @@ __all__ = [
     "check_instance_id",
     "check_message",
     "check_readable",
+    "display_text",
     "encoding_problem",
     "graph_problems",
 ]

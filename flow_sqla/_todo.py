@@ -27,7 +27,7 @@ from flow.workflow.aggregate import (
 )
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import ExactlyEqual, IndexMerge
-from flow_sqla._limits import check_id
+from flow_sqla._limits import check_id, display_text
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
@@ -400,7 +400,7 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
             "instant_id": instance_id,
             "graph_id": graph_id,
             "node_id": task.node_id,
-            "node_name": task.node_title[:_NAME_LENGTH] or None,
+            "node_name": display_text(task.node_title, _NAME_LENGTH) or None,
             "state": int(task.state),
             "candidate": candidate,
             "lineage": list(task.lineage),
@@ -408,6 +408,13 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
         }
         for candidate in _stored_candidates(instance_id, task)
     ]
+
+
+def check_candidates(instance_id: str, index: InstanceIndex) -> None:
+    """Raise :class:`UnstorableValueError` for a candidate of ``index`` that no row can
+    hold (see :func:`_stored_candidates`)."""
+    for task in index.tasks:
+        _stored_candidates(instance_id, task)
 
 
 def _stored_candidates(instance_id: str, task: IndexedTask) -> list[str]:

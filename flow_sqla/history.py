@@ -24,7 +24,13 @@ from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskAction, TaskState
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
-from flow_sqla._limits import GraphChecks, check_id, check_message, check_readable
+from flow_sqla._limits import (
+    GraphChecks,
+    check_id,
+    check_message,
+    check_readable,
+    display_text,
+)
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
@@ -316,7 +322,7 @@ def _page_key(value: object, name: str) -> int:
 
 
 def _clip(text: str | None) -> str:
-    return (text or "")[:_NAME_LENGTH]
+    return display_text(text, _NAME_LENGTH)
 
 
 def _message(message: str | None) -> str | None:

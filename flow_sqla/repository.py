@@ -55,7 +55,7 @@ from flow_sqla._rows import (
     task_doc,
     utc_now,
 )
-from flow_sqla._todo import TodoChanges, TodoTable
+from flow_sqla._todo import TodoChanges, TodoTable, check_candidates
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import AutocommitError, RepositoryError, StaleCacheError
@@ -818,8 +818,11 @@ class SqlStateRepository:
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
     ) -> None:
         """Buffer ``index``; the operation's flush writes it with the states — and, for
-        ``bookkeeping`` (a reindex) with no state changed, writes nothing else."""
+        ``bookkeeping`` (a reindex) with no state changed, writes nothing else. A candidate
+        no row can hold raises :class:`UnstorableValueError` here, before the executor
+        records the submit: nothing is written, in a caller's transaction too."""
         op = self._op(ctx)
+        check_candidates(op.instance_id, index)
         op.new_index = index
         op.bookkeeping = bookkeeping
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
@@ -30,6 +31,7 @@ def sql_workflow(
     limits: CodecLimits | None = None,
     max_steps: int | None = WorkflowExecutor.MAX_STEPS,
     index: bool = True,
+    vars_filter: Iterable[str] | None = None,
 ) -> WorkflowExecutor:
     """A :class:`WorkflowExecutor` whose states live in ``bpm_flow_repository`` and whose
     submits are recorded in ``bpm_flow_task``, both on one ``Engine`` (created once when
@@ -49,7 +51,9 @@ def sql_workflow(
     The stored variables leave out the identity keys (``actor``, ``auditor``, ``creator``)
     and the controller's own ``keys`` (``ActorStateController("actor", "role")``: ``role``):
     who acts belongs to the request, and a stored ``role`` would be merged into the next
-    caller's context and let someone without it claim the role's task."""
+    caller's context and let someone without it claim the role's task. A gateway that routes
+    on such a key must find it in each submitting context; ``vars_filter`` replaces the
+    whole set (see :class:`SqlStateRepository`)."""
     db = engine_for(bind)
     tables = tables or FlowTables()
     return WorkflowExecutor(
@@ -63,7 +67,7 @@ def sql_workflow(
             plain_json=plain_json,
             limits=limits,
             index=index,
-            vars_filter=identity_keys(state_controller),
+            vars_filter=identity_keys(state_controller) if vars_filter is None else vars_filter,
         ),
         recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits, index=index),
         max_steps=max_steps,

@@ -192,3 +192,80 @@ def test_a_task_of_the_wrong_type_is_refused(db: sa.Engine) -> None:
     with pytest.raises(InvalidArgumentTypeError, match="task must be a Task from claim_task"):
         ex.submit_task("manager", TaskAction.FORWARD, c)  # type: ignore[arg-type]
     assert every_row(db) == before
+
+
+def test_a_long_candidate_in_a_caller_transaction_leaves_no_history_row(db: sa.Engine) -> None:
+    """The candidate is checked when the submit hands over the task index, before its
+    history record is written: an app that catches the error and commits keeps nothing."""
+    role = "r" * CANDIDATE_LENGTH
+    graph = Graph.from_text(
+        f"""
+        id: lg
+        layout:
+          - {{id: start, type: start, link: apply}}
+          - {{id: apply, meta: {{actor: ann}}, link: review}}
+          - {{id: review, meta: {{role: "{role}"}}, link: end}}
+          - {{id: end, type: end}}
+        """
+    )
+    ex = _role_executor(db, graph)
+    assert ex.claim_task("lg", FlowContext.of("lg-1", {"actor": "ann"})) is not None
+    before = every_row(db)
+    with db.begin() as conn:
+        c = FlowContext.of("lg-1", {"actor": "ann"}, connection=conn)
+        task = ex.claim_task("lg", c)
+        with pytest.raises(UnstorableValueError, match="candidate of node 'review'"):
+            ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message="ok")
+    assert every_row(db) == before
+
+
+def test_a_node_title_with_nul_is_stored_without_it_on_every_dialect(db: sa.Engine) -> None:
+    """Titles are display text (cut to 64): a NUL in one must not fail every submit of the
+    node on PostgreSQL alone."""
+    graph = Graph.from_text(
+        """
+        id: nt
+        layout:
+          - {id: start, type: start, link: apply}
+          - {id: apply, title: "Ap\\0ply", meta: {actor: ann}, link: end}
+          - {id: end, type: end}
+        """
+    )
+    ex = _role_executor(db, graph)
+    c = FlowContext.of("nt-1", {"actor": "ann"})
+    assert [t.node_title for t in ex.inbox(c)] == []
+    assert ex.submit_task_if_waiting(ex.claim_task("nt", c), TaskAction.FORWARD, c)
+    with db.connect() as conn:
+        titles = conn.execute(sa.text("SELECT source_node_name FROM bpm_flow_task")).scalars()
+        assert list(titles) == ["Apply"]
+
+
+def test_vars_filter_lets_a_gateway_route_on_a_controller_key(db: sa.Engine) -> None:
+    """By default the controller's keys are not stored (who acts is the request's, and a
+    stored ``dept`` would let anyone claim a ``dept`` task). An app whose gateway routes on
+    one passes the keys it wants left out; later claims then route as the submit did."""
+    graph = Graph.from_text(
+        """
+        id: dept
+        layout:
+          - {id: start, type: start, link: apply}
+          - {id: apply, meta: {actor: ann}, link: route}
+          - id: route
+            type: exclusive
+            link: [{nextId: sales, when: 'dept == "sales"'}, other]
+          - {id: sales, meta: {actor: sam}, link: end}
+          - {id: other, meta: {actor: olga}, link: end}
+          - {id: end, type: end}
+        """
+    )
+    engine = FlowEngine()
+    engine.load(graph)
+    controller = ActorStateController("actor", "dept")
+    ex = sql_workflow(
+        db, engine, state_controller=controller, vars_filter=("actor", "auditor", "creator")
+    )
+    ann = FlowContext.of("d-1", {"actor": "ann", "dept": "sales"})
+    assert ex.submit_task_if_waiting(ex.claim_task("dept", ann), TaskAction.FORWARD, ann)
+    assert [t.node_id for t in ex.open_tasks("d-1")] == ["sales"]
+    claimed = ex.claim_task("dept", FlowContext.of("d-1", {"actor": "sam"}))
+    assert claimed is not None and claimed.node_id == "sales"
