@@ -410,11 +410,16 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
     ]
 
 
-def check_candidates(instance_id: str, index: InstanceIndex) -> None:
-    """Raise :class:`UnstorableValueError` for a candidate of ``index`` that no row can
-    hold (see :func:`_stored_candidates`)."""
-    for task in index.tasks:
-        _stored_candidates(instance_id, task)
+def check_candidates(instance_id: str, before: InstanceIndex | None, after: InstanceIndex) -> None:
+    """Raise :class:`UnstorableValueError` for a candidate no row can hold, among the tasks
+    whose rows going from ``before`` to ``after`` inserts (see :func:`_stored_candidates`).
+    Tasks left as they are stored are not checked again: rows written before long candidates
+    were refused hold them clipped, and their instances keep working."""
+    old = {} if before is None else {t.node_id: t for t in before.tasks}
+    for task in after.tasks:
+        kept = old.get(task.node_id)
+        if kept is None or not _same_rows(kept, task):
+            _stored_candidates(instance_id, task)
 
 
 def _stored_candidates(instance_id: str, task: IndexedTask) -> list[str]:

@@ -822,7 +822,7 @@ class SqlStateRepository:
         no row can hold raises :class:`UnstorableValueError` here, before the executor
         records the submit: nothing is written, in a caller's transaction too."""
         op = self._op(ctx)
-        check_candidates(op.instance_id, index)
+        check_candidates(op.instance_id, op.base.aggregate, index)
         op.new_index = index
         op.bookkeeping = bookkeeping
 
