@@ -51,6 +51,7 @@ from flow.workflow import (
 from flow_sqla import (
     CommitOutcomeUnknownError,
     TaskHistoryRecorder,
+    UnstorableValueError,
     migrations,
     run_in_transaction,
     sql_workflow,
@@ -134,7 +135,8 @@ def transaction(request: Request) -> Iterator[sa.Connection]:
 
 
 Conn = Annotated[sa.Connection, Depends(transaction, scope="function")]
-Actor = Annotated[str, Header(alias="X-Actor")]
+#: Who calls (your authentication would say); as long as the flow tables' actor columns.
+Actor = Annotated[str, Header(alias="X-Actor", min_length=1, max_length=64)]
 
 
 def create_app(database_url: str | None = None) -> FastAPI:
@@ -157,6 +159,12 @@ def create_app(database_url: str | None = None) -> FastAPI:
     def not_sendable(request: Request, exc: SendBackError) -> JSONResponse:
         """The task has no single earlier task to go back to (first task, after a split)."""
         return JSONResponse({"detail": exc.reason}, status_code=422)
+
+    @app.exception_handler(UnstorableValueError)
+    def unstorable(request: Request, exc: UnstorableValueError) -> JSONResponse:
+        """A value the tables cannot hold (an actor over 64 characters, a NUL in a message):
+        the request is refused and nothing was written."""
+        return JSONResponse({"detail": str(exc)}, status_code=422)
 
     @app.exception_handler(InstanceClosedError)
     def closed(request: Request, exc: InstanceClosedError) -> JSONResponse:

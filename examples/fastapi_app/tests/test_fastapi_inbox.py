@@ -134,3 +134,16 @@ def test_withdraw_needs_no_body(client: TestClient) -> None:
     done = client.post(f"/expenses/{expense_id}/withdraw", headers=EMPLOYEE)
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "withdrawn"
+
+
+def test_values_the_tables_cannot_hold_are_refused_with_422(client: TestClient) -> None:
+    """An actor longer than its column or a NUL in a message: refused, nothing written —
+    never a 500."""
+    too_long = client.post(
+        "/expenses", json={"purpose": "Taxi", "amount": 5}, headers={"X-Actor": "e" * 100}
+    )
+    assert too_long.status_code == 422, too_long.text
+    nul = client.post("/expenses", json={"purpose": "Ta\u0000xi", "amount": 5}, headers=EMPLOYEE)
+    assert nul.status_code == 422, nul.text
+    assert client.get("/inbox", headers={"X-Actor": "man\u0000ager"}).status_code == 422
+    assert expenses(inbox(client, MANAGER)) == []
