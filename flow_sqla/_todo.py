@@ -390,7 +390,7 @@ def _keys(instance_id: str, task: IndexedTask) -> list[dict[str, Any]]:
 
 def matchable(identities: Sequence[str]) -> list[str]:
     """The identities a stored candidate can equal, each once: one longer than the column is
-    never stored (see :func:`_stored_candidates`), so it matches nothing."""
+    never stored (see :func:`check_candidates`), so it matches nothing."""
     return list(dict.fromkeys(c for c in identities if len(c) <= CANDIDATE_LENGTH))
 
 
@@ -406,31 +406,24 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
             "lineage": list(task.lineage),
             "create_time": task.opened_at,
         }
-        for candidate in _stored_candidates(instance_id, task)
+        for candidate in dict.fromkeys(task.candidates)  # checked by check_candidates
     ]
 
 
 def check_candidates(instance_id: str, before: InstanceIndex | None, after: InstanceIndex) -> None:
-    """Raise :class:`UnstorableValueError` for a candidate no row can hold, among the tasks
-    whose rows going from ``before`` to ``after`` inserts (see :func:`_stored_candidates`).
+    """Raise :class:`UnstorableValueError` naming the node and instance for a candidate no
+    row can hold, among the tasks whose rows going from ``before`` to ``after`` inserts —
+    before the operation writes anything. Clipped, two roles sharing their first 128
+    characters would become one candidate, and each would see the other's tasks in its inbox.
     Tasks left as they are stored are not checked again: rows written before long candidates
     were refused hold them clipped, and their instances keep working."""
     old = {} if before is None else {t.node_id: t for t in before.tasks}
     for task in after.tasks:
         kept = old.get(task.node_id)
         if kept is None or not _same_rows(kept, task):
-            _stored_candidates(instance_id, task)
-
-
-def _stored_candidates(instance_id: str, task: IndexedTask) -> list[str]:
-    """The candidates of a task being opened, each once (order kept). One that does not fit
-    the column raises :class:`UnstorableValueError` naming the node and instance, before the
-    operation writes anything: clipped, two roles sharing their first 128 characters would
-    become one candidate, and each would see the other's tasks in its inbox."""
-    field_name = f"candidate of node {task.node_id!r}"
-    for candidate in task.candidates:
-        check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
-    return list(dict.fromkeys(task.candidates))
+            field_name = f"candidate of node {task.node_id!r}"
+            for candidate in task.candidates:
+                check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
 
 
 def _clipped(candidates: Sequence[str]) -> list[str]:

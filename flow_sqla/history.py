@@ -220,10 +220,10 @@ class TaskHistoryRecorder:
             "proc_def_id": record.graph_id,
             "task_id": record.task_id,
             "source_node_code": source.id,
-            "source_node_name": _clip(source.title),
+            "source_node_name": display_text(source.title, _NAME_LENGTH),
             "source_node_type": source.type.name,
             "target_node_code": target.id,
-            "target_node_name": _clip(target.title),
+            "target_node_name": display_text(target.title, _NAME_LENGTH),
             "target_node_type": target.type.name,
             "assignee": assignee,
             "status": int(record.state),
@@ -319,10 +319,6 @@ def _page_key(value: object, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or abs(value) > MAX_CURSOR:
         raise InvalidArgumentError(name, value, "a history id must be a 64-bit integer")
     return value
-
-
-def _clip(text: str | None) -> str:
-    return display_text(text, _NAME_LENGTH)
 
 
 def _message(message: str | None) -> str | None:

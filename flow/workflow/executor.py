@@ -21,14 +21,21 @@ from flow.context import FlowContext
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
+from flow.workflow._arguments import (
+    check_filter,
+    check_message,
+    check_page,
+    check_sendable,
+    check_task,
+    checked_instance_id,
+    checked_status,
+)
 from flow.workflow._frontier import build_index, claimed_only
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
 from flow.workflow._send_back import send_back_target
 from flow.workflow.aggregate import (
-    MAX_CURSOR,
-    MAX_PAGE_SIZE,
     IndexRead,
     InstanceIndex,
     InstanceStatus,
@@ -44,9 +51,6 @@ from flow.workflow.errors import (
     IndexUnavailableError,
     InstanceClosedError,
     InvalidActionError,
-    InvalidArgumentTypeError,
-    InvalidInstanceIdError,
-    InvalidQueryError,
     SendBackError,
 )
 from flow.workflow.records import TaskRecord
@@ -152,8 +156,8 @@ class WorkflowExecutor:
     ) -> None:
         """Apply ``action`` to ``task``'s node (no check that it is WAITING: see
         :meth:`submit_task_if_waiting`). Raises :class:`InvalidActionError` for UNKNOWN."""
-        _check_message(message, ctx)
-        _check_task(task, ctx)
+        check_message(message, ctx)
+        check_task(task, ctx)
         self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=False)
 
     def submit_task_at(
@@ -167,7 +171,7 @@ class WorkflowExecutor:
     ) -> None:
         """Apply ``action`` to a node given by object or id. Raises ``GraphNotFoundError``,
         ``NodeNotFoundError`` and :class:`InvalidActionError`."""
-        _check_message(message, ctx)
+        check_message(message, ctx)
         root = self._graph(graph)
         target = node if isinstance(node, Node) else root.get_node_or_throw(node)
         self._submit(root, target, action, ctx, message, check_waiting=False)
@@ -177,10 +181,10 @@ class WorkflowExecutor:
     ) -> bool:
         """Submit only if ``task`` is WAITING — checked on the task, then again under the
         instance lock against the repository together with ``is_operatable``. True if done."""
-        _check_message(message, ctx)
+        check_message(message, ctx)
         if task is None:
             return False
-        _check_task(task, ctx)
+        check_task(task, ctx)
         if task.state != TaskState.WAITING:
             return False
         return self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=True)
@@ -201,8 +205,8 @@ class WorkflowExecutor:
         SQL the page is read on ``ctx.connection`` when it holds one: it sees your
         transaction's own uncommitted steps."""
         index = self._require_index("inbox")
-        _check_page(limit, after)
-        _check_filter("graph_id", graph_id)
+        check_page(limit, after)
+        check_filter("graph_id", graph_id)
         identities = identities_of(self.state_controller, ctx)
         if not identities:
             return []
@@ -214,13 +218,13 @@ class WorkflowExecutor:
         """The open tasks of one instance (empty when it has none or is unknown), oldest
         first. Raises :class:`IndexUnavailableError`, :class:`InvalidInstanceIdError`."""
         index = self._require_index("open_tasks")
-        return index.index_open_tasks(_checked_instance_id(instance_id))
+        return index.index_open_tasks(checked_instance_id(instance_id))
 
     def status(self, instance_id: str) -> InstanceStatus | None:
         """The stored status of one instance; ``None`` when it is unknown (or was written
         before the index existed and not reindexed). Raises :class:`IndexUnavailableError`,
         :class:`InvalidInstanceIdError`."""
-        return self._require_index("status").index_status(_checked_instance_id(instance_id))
+        return self._require_index("status").index_status(checked_instance_id(instance_id))
 
     def instances(
         self,
@@ -235,11 +239,11 @@ class WorkflowExecutor:
         ``after`` = the last summary's ``cursor``. Raises :class:`IndexUnavailableError`,
         :class:`InvalidQueryError`."""
         index = self._require_index("instances")
-        _check_page(limit, after)
-        _check_filter("graph_id", graph_id)
-        _check_filter("creator", creator)
+        check_page(limit, after)
+        check_filter("graph_id", graph_id)
+        check_filter("creator", creator)
         if status is not None:
-            status = _checked_status(status)
+            status = checked_status(status)
         return index.index_instances(
             status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
         )
@@ -251,7 +255,7 @@ class WorkflowExecutor:
         withdrawer), the status WITHDRAWN. False, writing nothing, when the instance is unknown
         or not RUNNING. Who may withdraw is the caller's decision (see
         :attr:`InstanceSummary.creator`). Raises :class:`IndexUnavailableError`."""
-        _check_message(message, ctx)
+        check_message(message, ctx)
         root = self._graph(graph)
         index = self._require_index("withdraw")
         with self._operation(ctx, lock=True):
@@ -285,13 +289,10 @@ class WorkflowExecutor:
         WAITING for ``ctx`` (checked under the instance lock). Raises :class:`SendBackError`
         (nothing written) when there is no single earlier task to go back to,
         :class:`IndexUnavailableError` without a task index."""
-        _check_message(message, ctx)
+        check_message(message, ctx)
         if task is None:
             return False
-        if not isinstance(task, (Task, OpenTask)):
-            raise InvalidArgumentTypeError(
-                "task", task, "a Task, an OpenTask or None", instance_id=ctx.instance_id
-            )
+        check_sendable(task, ctx)
         if isinstance(task, Task):
             if task.state != TaskState.WAITING:
                 return False
@@ -476,7 +477,7 @@ class WorkflowExecutor:
 
         Raises :class:`InvalidInstanceIdError` for ``""``, whitespace or a non-string id.
         """
-        _checked_instance_id(ctx.instance_id)
+        checked_instance_id(ctx.instance_id)
         repository = self.state_repository
         unit_of_work = getattr(repository, "unit_of_work", None)
         if unit_of_work is None:
@@ -764,19 +765,6 @@ def _closed_to(read: IndexRead, action: TaskAction) -> bool:
     )
 
 
-def _check_page(limit: int, after: int | None) -> None:
-    """A page size of 1..MAX_PAGE_SIZE and a cursor a row id can be (0..MAX_CURSOR): beyond
-    them a driver would raise ``OverflowError`` or fetch without bound."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
-        raise InvalidQueryError(
-            f"limit must be an integer from 1 to {MAX_PAGE_SIZE}, got {limit!r}"
-        )
-    if after is not None and (
-        isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
-    ):
-        raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
-
-
 def _lineage_of(node: Node, action: TaskAction, passed: list[Node]) -> dict[str, Any]:
     """How the index dates the lineage of the tasks a submit opens (see ``build_index``): a
     FORWARD as submitted by ``node``; a FORWARD_JUMP as the chain of tasks it forwarded; a
@@ -797,45 +785,6 @@ def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
     prefix = f"{graph.id}:"
     if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
         raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])
-
-
-def _checked_instance_id(instance_id: object) -> str:
-    """``instance_id`` when it can name an instance; :class:`InvalidInstanceIdError` for
-    ``""``, whitespace and non-strings, on every repository alike."""
-    if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
-        raise InvalidInstanceIdError(instance_id)
-    return instance_id
-
-
-def _check_filter(name: str, value: object) -> None:
-    """A query filter is text or ``None``: a number or a list would reach the driver, which
-    answers differently per database (an error on PostgreSQL, no match on the others)."""
-    if value is not None and not isinstance(value, str):
-        raise InvalidQueryError(f"{name} must be a string or None, got {value!r}")
-
-
-def _check_task(task: object, ctx: FlowContext) -> None:
-    """A submit takes the ``Task`` a claim or find returned (an inbox's ``OpenTask`` is
-    claimed first: ``claim_task`` returns the ``Task``)."""
-    if not isinstance(task, Task):
-        raise InvalidArgumentTypeError(
-            "task", task, "a Task from claim_task or find_task", instance_id=ctx.instance_id
-        )
-
-
-def _check_message(message: object, ctx: FlowContext) -> None:
-    """An approver's comment is text or ``None`` (checked before anything is read)."""
-    if message is not None and not isinstance(message, str):
-        raise InvalidArgumentTypeError(
-            "message", message, "a string or None", instance_id=ctx.instance_id
-        )
-
-
-def _checked_status(status: InstanceStatus | int) -> InstanceStatus:
-    try:
-        return InstanceStatus(status)
-    except ValueError:
-        raise InvalidQueryError(f"unknown instance status {status!r}") from None
 
 
 def _with_assignee(record: TaskRecord, assignee: str) -> TaskRecord:

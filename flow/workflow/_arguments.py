@@ -1,0 +1,81 @@
+"""The executor's argument checks: each bad argument gets the same typed error on every
+repository, before anything is read or written (a driver would otherwise answer differently
+per database, or fail with a bare ``TypeError``/``OverflowError``)."""
+
+from __future__ import annotations
+
+from flow.context import FlowContext
+from flow.workflow.aggregate import MAX_CURSOR, MAX_PAGE_SIZE, InstanceStatus, OpenTask
+from flow.workflow.errors import InvalidArgumentTypeError, InvalidInstanceIdError, InvalidQueryError
+from flow.workflow.task import Task
+
+
+def check_page(limit: int, after: int | None) -> None:
+    """A page size of 1..MAX_PAGE_SIZE and a cursor a row id can be (0..MAX_CURSOR): beyond
+    them a driver would raise ``OverflowError`` or fetch without bound."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
+        raise InvalidQueryError(
+            f"limit must be an integer from 1 to {MAX_PAGE_SIZE}, got {limit!r}"
+        )
+    if after is not None and (
+        isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
+    ):
+        raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
+
+
+def checked_instance_id(instance_id: object) -> str:
+    """``instance_id`` when it can name an instance; :class:`InvalidInstanceIdError` for
+    ``""``, whitespace and non-strings, on every repository alike."""
+    if not isinstance(instance_id, str) or not instance_id or instance_id.isspace():
+        raise InvalidInstanceIdError(instance_id)
+    return instance_id
+
+
+def check_filter(name: str, value: object) -> None:
+    """A query filter is text or ``None``: a number or a list would reach the driver, which
+    answers differently per database (an error on PostgreSQL, no match on the others)."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidQueryError(f"{name} must be a string or None, got {value!r}")
+
+
+def check_task(task: object, ctx: FlowContext) -> None:
+    """A submit takes the ``Task`` a claim or find returned (an inbox's ``OpenTask`` is
+    claimed first: ``claim_task`` returns the ``Task``)."""
+    if not isinstance(task, Task):
+        raise InvalidArgumentTypeError(
+            "task", task, "a Task from claim_task or find_task", instance_id=ctx.instance_id
+        )
+
+
+def check_message(message: object, ctx: FlowContext) -> None:
+    """An approver's comment is text or ``None`` (checked before anything is read)."""
+    if message is not None and not isinstance(message, str):
+        raise InvalidArgumentTypeError(
+            "message", message, "a string or None", instance_id=ctx.instance_id
+        )
+
+
+def checked_status(status: InstanceStatus | int) -> InstanceStatus:
+    try:
+        return InstanceStatus(status)
+    except ValueError:
+        raise InvalidQueryError(f"unknown instance status {status!r}") from None
+
+
+def check_sendable(task: object, ctx: FlowContext) -> None:
+    """``send_back`` takes a claimed ``Task`` or an inbox's ``OpenTask``."""
+    if not isinstance(task, (Task, OpenTask)):
+        raise InvalidArgumentTypeError(
+            "task", task, "a Task, an OpenTask or None", instance_id=ctx.instance_id
+        )
+
+
+__all__ = [
+    "check_filter",
+    "check_message",
+    "check_page",
+    "check_sendable",
+    "check_task",
+    "checked_instance_id",
+    "checked_status",
+]
