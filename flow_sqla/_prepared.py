@@ -130,7 +130,12 @@ class PreparedStatement:
 
     def execute_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Run once per row of ``rows`` as one ``executemany`` (MySQLdb and PyMySQL send an
-        INSERT's rows as one multi-row statement)."""
+        INSERT's rows as one multi-row statement). One row is a plain ``execute``: the
+        drivers' ``executemany`` first parses the statement (MySQLdb and PyMySQL match it
+        with a regular expression to build the multi-row form), for nothing."""
+        if len(rows) == 1:
+            self.execute(conn, rows[0])
+            return
         bound = [self.bind(row) for row in rows]
         if driver_path_open(conn):
             self._on_cursor(conn, bound, many=True)
