@@ -25,7 +25,7 @@ from flow.workflow import (
     TaskAction,
     TaskState,
 )
-from flow_sqla import RepositoryError, migrations, reindex
+from flow_sqla import FlowTables, RepositoryError, migrations, reindex
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
@@ -622,12 +622,9 @@ def test_reindex_indexes_rows_written_without_the_index(db: sa.Engine) -> None:
 
 def _set_row(db: sa.Engine, instance_id: str, **values: Any) -> None:
     """Write columns of an instance row behind the library's back (as another writer would)."""
-    names = ", ".join(f"{name} = :{name}" for name in values)
+    table = FlowTables().repository  # typed columns: dates bound as each dialect stores them
     with db.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE bpm_flow_repository SET {names} WHERE instant_id = :i"),
-            {**values, "i": instance_id},
-        )
+        conn.execute(sa.update(table).where(table.c.instant_id == instance_id).values(**values))
 
 
 def _audit(db: sa.Engine, instance_id: str) -> tuple[Any, ...]:
