@@ -64,7 +64,8 @@ def _replacement(
         after_dot = previous is not None and previous.string == "."
         word = None if after_dot else _NAME_WORDS.get(string)
         return None if word is None else (token.end, word)
-    if token.type == tokenize.ERRORTOKEN and string == "!":
+    if string == "!" and token.type in (tokenize.ERRORTOKEN, tokenize.OP):
+        # Python 3.11's tokenizer has no "!" operator (ERRORTOKEN); 3.12's has (OP).
         return token.end, "~"
     if token.type == tokenize.OP and string == "~":
         raise ExpressionError("Operator '~' is not supported (use '!' or 'not')", expression=text)

@@ -622,9 +622,17 @@ def test_reindex_indexes_rows_written_without_the_index(db: sa.Engine) -> None:
 
 def _set_row(db: sa.Engine, instance_id: str, **values: Any) -> None:
     """Write columns of an instance row behind the library's back (as another writer would)."""
-    table = FlowTables().repository  # typed columns: dates bound as each dialect stores them
+    names = ", ".join(f"{name} = :{name}" for name in values)
+    # Dates typed, bound as each dialect stores them (sqlite3's own datetime adapter is
+    # deprecated since Python 3.12); JSON columns get the text as given.
+    dates = [sa.bindparam(k, type_=sa.DateTime()) for k, v in values.items() if _is_date(v)]
+    statement = sa.text(f"UPDATE bpm_flow_repository SET {names} WHERE instant_id = :i")
     with db.begin() as conn:
-        conn.execute(sa.update(table).where(table.c.instant_id == instance_id).values(**values))
+        conn.execute(statement.bindparams(*dates), {**values, "i": instance_id})
+
+
+def _is_date(value: Any) -> bool:
+    return isinstance(value, datetime)
 
 
 def _audit(db: sa.Engine, instance_id: str) -> tuple[Any, ...]:
@@ -699,6 +707,23 @@ def test_reindex_names_an_instance_whose_stored_graph_does_not_load(db: sa.Engin
     _set_row(db, "s-1", graph='{"id": "zz", "layout": 7}', states='{"zz:apply": 1002}')
     with pytest.raises(GraphDefinitionError, match="instance 's-1'"):
         reindex(db, flow_engine_oa(), state_controller=controller_oa())
+
+
+def test_reindex_names_a_row_that_names_no_graph(db: sa.Engine) -> None:
+    plain = executor(db, index=False)
+    approve(plain, "n-1", "employee", amount=1)
+    _set_row(db, "n-1", graph=None, states=None)
+    with pytest.raises(SnapshotError, match=r"names no graph.*instance 'n-1'"):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa())
+
+
+def test_reindex_fails_with_the_library_s_errors_never_sqlalchemy_s(db: sa.Engine) -> None:
+    """The batch's own statements (the window of ids) fail as RepositoryError too."""
+    missing = FlowTables(repo_table="no_such_repo", task_table="no_such_task")
+    with pytest.raises(RepositoryError) as raised:
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), tables=missing)
+    assert not isinstance(raised.value, sa.exc.SQLAlchemyError)
+    assert isinstance(raised.value.__cause__, sa.exc.DBAPIError)
 
 
 def test_reindex_indexes_a_row_whose_states_were_cleared(db: sa.Engine) -> None:
