@@ -32,7 +32,10 @@ def encoding_problem(value: str) -> str | None:
     without encoding."""
     nul = value.find("\x00")
     if nul >= 0:
-        return f"NUL character at position {nul} (PostgreSQL cannot store it in text)"
+        return (
+            f"NUL character at position {nul} "
+            "(refused on every database, since PostgreSQL cannot store it)"
+        )
     if value.isascii():
         return None
     try:

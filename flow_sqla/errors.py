@@ -125,11 +125,21 @@ class SchemaMismatchError(RepositoryError):
         self.differences = tuple(differences)
         self.revision = revision
         lines = "\n".join(f"- {d.describe()}" for d in self.differences)
+        if any(d.kind == "missing table" for d in self.differences):
+            # One table of the pair exists, the other not: most often a mistyped name.
+            advice = (
+                "One table of the set is missing: check the configured table names "
+                "(repo_table/task_table; FLOW_REPO_TABLE/FLOW_TASK_TABLE for the CLI and "
+                "alembic) — stamping would not create it."
+            )
+        else:
+            advice = (
+                "Alter the tables to match, or, if you know they are compatible, record the "
+                f"revision yourself ('alembic stamp {revision}') and upgrade again."
+            )
         super().__init__(
             f"The existing flow tables cannot be adopted: they differ from revision {revision} "
-            f"(the Go plugin's ddl.sql) in {len(self.differences)} place(s):\n{lines}\n"
-            "Alter the tables to match, or, if you know they are compatible, record the "
-            f"revision yourself ('alembic stamp {revision}') and upgrade again."
+            f"(the Go plugin's ddl.sql) in {len(self.differences)} place(s):\n{lines}\n{advice}"
         )
 
 

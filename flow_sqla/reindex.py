@@ -24,6 +24,7 @@ from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
+from flow_sqla._translate import translating
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
@@ -82,10 +83,14 @@ def reindex(
     db = engine_for(bind)
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
-    batch = _Batch(executor, engine, tables, everything, on_bad_row, DialectOps(db.dialect, tables))
+    ops = DialectOps(db.dialect, tables)
+    batch = _Batch(executor, engine, tables, everything, on_bad_row, ops)
     last, seen, indexed = after, 0, 0
     while True:
-        with db.begin() as conn:
+        # The batch's own statements (the window, its rows, the COMMIT) fail as the
+        # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
+        # a RepositoryError — never a SQLAlchemy exception type.
+        with translating(ops, None), db.begin() as conn:
             window, wanted, done = batch.run(conn, last, batch_size)
         if not window:
             return indexed
@@ -193,6 +198,11 @@ def _graph_of(engine: FlowEngine, instance_id: str, graph_value: Any, states_tex
                 graph_id=exc.graph_id,
                 problems=exc.problems,
             ) from exc
+    if not isinstance(graph_id, str):
+        raise SnapshotError(
+            "The row names no graph: neither its graph column nor its states hold a graph id",
+            instance_id=instance_id,
+        )
     raise GraphNotFoundError(f"{graph_id} (instance {instance_id!r})")
 
 
@@ -204,7 +214,7 @@ def _graph_doc(instance_id: str, value: Any) -> dict[str, Any] | None:
             break
         text = value.decode() if isinstance(value, bytes) else value
         text = text.strip()
-        if not text.startswith(("{", '"')):
+        if not text.startswith(("{", '"', "[")):
             return {"id": text} if text else None
         value = _decoded(instance_id, "graph", text)
     return value if isinstance(value, dict) else None
