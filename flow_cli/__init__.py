@@ -92,4 +92,7 @@ def _cause(exc: BaseException) -> str:
 
 
 def _fail(message: str) -> None:
-    print(f"flow: error: {message}", file=sys.stderr)
+    from flow_cli._table import printable
+
+    # The message may quote stored values (ids, titles written by another service).
+    print(f"flow: error: {printable(message)}", file=sys.stderr)

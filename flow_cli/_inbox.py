@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from flow.context import FlowContext
 from flow_cli._errors import CliError
 from flow_cli._parser import Parser, db_option
-from flow_cli._table import format_table
+from flow_cli._table import format_table, printable
 
 if TYPE_CHECKING:
     from flow.workflow import OpenTask
@@ -184,13 +184,17 @@ def run_withdraw(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph else None
     with Session.open(args.db) as session:
         session.require_index("withdraw")
         graph = session.graph_of(session.snapshot(args.instance), override)
         closed = session.withdraw(args.instance, graph, actor=args.actor, message=args.message)
     by = f" by {args.actor}" if args.actor else ""
-    print(f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}")
+    print(
+        printable(
+            f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}"
+        )
+    )
     return 0
 
 
@@ -198,7 +202,7 @@ def run_send_back(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph else None
     with Session.open(args.db) as session:
         session.require_index("send-back")
         graph = session.graph_of(session.snapshot(args.instance), override)
@@ -207,8 +211,8 @@ def run_send_back(args: argparse.Namespace) -> int:
         waiting = session.send_back(args.instance, graph, node, actor=actor, message=args.message)
     by = f" as {actor}" if actor else ""
     back_to = ", ".join(task_label(n.id, n.title) for n in waiting) or "-"
-    print(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}")
-    print(f"{args.instance} now waits on: {back_to}")
+    print(printable(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
+    print(printable(f"{args.instance} now waits on: {back_to}"))
     return 0
 
 
@@ -249,11 +253,11 @@ def run_reindex(args: argparse.Namespace) -> int:
 
     engine = FlowEngine()
     for path in args.graph:
-        engine.load(load_graph(path))
+        engine.load(load_graph(path, strict=True))
     with Session.open(args.db) as session:
         session.require_index("reindex")
         tty = sys.stdout.isatty()
-        progress = Progress(sys.stdout, session.unindexed(args.all) if tty else None)
+        progress = Progress(sys.stdout, session.unindexed(args.all, args.after) if tty else None)
         counted = {"seen": 0, "indexed": 0, "last": args.after}
         skipped: list[str] = []
 
@@ -267,7 +271,7 @@ def run_reindex(args: argparse.Namespace) -> int:
 
         def skip(instance_id: str, error: FlowError) -> None:
             progress.done()
-            print(f"flow: skipped {instance_id}: {error}", file=sys.stderr)
+            print(printable(f"flow: skipped {instance_id}: {error}"), file=sys.stderr)
             skipped.append(instance_id)
 
         try:

@@ -206,8 +206,19 @@ class Session:
         if self._indexed is None:
             import sqlalchemy as sa
 
-            todo = self.tables.todo
-            self._indexed = sa.inspect(self.engine).has_table(todo.name, schema=todo.schema)
+            todo, repo = self.tables.todo, self.tables.repository
+            inspector = sa.inspect(self.engine)
+            self._indexed = inspector.has_table(todo.name, schema=todo.schema)
+            if not self._indexed and "status" in {
+                column["name"] for column in inspector.get_columns(repo.name, schema=repo.schema)
+            }:
+                # Migrated to flow0004, yet the open-task table is not there: a mistyped
+                # FLOW_TODO_TABLE. Writing without the index would leave it stale.
+                raise CliError(
+                    f"{shown(self.url)}: table {repo.name!r} keeps the task index (revision "
+                    f"flow0004), but its open-task table {todo.name!r} does not exist; check "
+                    "FLOW_TODO_TABLE"
+                )
         return self._indexed
 
     def require_index(self, command: str) -> None:
@@ -261,14 +272,17 @@ class Session:
         self.snapshot(instance_id)
         return self.recorder.history(instance_id)
 
-    def unindexed(self, everything: bool) -> int:
-        """How many instance rows ``flow reindex`` will look at (those without status)."""
+    def unindexed(self, everything: bool, after: int = 0) -> int:
+        """How many instance rows ``flow reindex`` will look at (those without status, or
+        all with ``everything``), of those after row id ``after`` (a resumed pass)."""
         import sqlalchemy as sa
 
         t = self.tables.repository
         query = sa.select(sa.func.count()).select_from(t)
         if not everything:
             query = query.where(t.c.status.is_(None))
+        if after:
+            query = query.where(t.c.id > after)
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 

@@ -1,11 +1,20 @@
-"""Aligned plain-text tables for terminal output (wide CJK characters count double)."""
+"""Aligned plain-text tables for terminal output (wide CJK characters count double).
+
+Cells come from the database, which other writers share (a Go service, an app's own SQL):
+control characters in them are shown escaped, never sent to the terminal, where an escape
+sequence could clear the screen or repaint what the table says.
+"""
 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 MAX_CELL = 48
+
+#: Characters that reorder the text around them on screen (bidirectional embeddings,
+#: overrides and isolates): shown escaped like the control characters.
+_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def display_width(text: str) -> int:
@@ -13,9 +22,23 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _clip(text: str, limit: int) -> str:
+def printable(text: str) -> str:
+    """``text`` on one line with control characters escaped (``\\x1b``, ``\\u202e``)."""
     text = " ".join(text.split())  # one line per row, whatever the cell holds
-    if display_width(text) <= limit:
+    if text.isprintable():
+        return text
+    return "".join(_escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    if ch in _BIDI_CONTROLS or unicodedata.category(ch) == "Cc":
+        return ascii(ch)[1:-1]
+    return ch
+
+
+def _clip(text: str, limit: int | None) -> str:
+    text = printable(text)
+    if limit is None or display_width(text) <= limit:
         return text
     out = ""
     for ch in text:
@@ -30,14 +53,24 @@ def _pad(text: str, width: int) -> str:
 
 
 def format_table(
-    headers: Sequence[str], rows: Sequence[Sequence[object]], *, max_cell: int = MAX_CELL
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    max_cell: int = MAX_CELL,
+    whole: Collection[int] = (0,),
 ) -> str:
     """``headers`` and ``rows`` as aligned columns with a rule under the header.
 
-    ``None`` cells print as ``-``; every cell is folded to one line and clipped to ``max_cell``.
+    ``None`` cells print as ``-``; every cell is folded to one line and clipped to
+    ``max_cell``, except in the columns ``whole`` (by index; default the first, which holds
+    the ids a user copies into the next command).
     """
     cells = [
-        [_clip("-" if value is None else str(value), max_cell) for value in row] for row in rows
+        [
+            _clip("-" if value is None else str(value), None if i in whole else max_cell)
+            for i, value in enumerate(row)
+        ]
+        for row in rows
     ]
     widths = [display_width(h) for h in headers]
     for row in cells:

@@ -300,15 +300,38 @@ def _shown(url: str) -> str:
 
 def test_reindex_shows_progress_on_a_terminal(migrated: str, tmp_path: object) -> None:
     _unindexed(migrated, "t-1", "t-2", "t-3")
+    out = _on_terminal(tmp_path, "reindex", "--batch", "2", "--db", migrated)
+    assert "\r2 / 3 (66.7%) rows, 2 indexed" in out
+    assert "\r3 / 3 (100.0%) rows, 3 indexed" in out
+    assert "indexed 3 instance(s) of 3 row(s)" in out
+
+
+def test_progress_of_a_resumed_pass_counts_the_rows_after_its_start(
+    migrated: str, tmp_path: object
+) -> None:
+    _unindexed(migrated, "p-1", "p-2", "p-3")
+    engine = sa.create_engine(migrated)
+    try:
+        with engine.connect() as conn:
+            first = conn.execute(sa.text("SELECT MIN(id) FROM bpm_flow_repository")).scalar_one()
+    finally:
+        engine.dispose()
+    args = ("reindex", "--all", "--after", str(first), "--graph", OA, "--db", migrated)
+    out = _on_terminal(tmp_path, *args)
+    assert "\r2 / 2 (100.0%) rows, 2 indexed" in out
+
+
+def _on_terminal(cwd: object, *args: str) -> str:
+    """What ``flow ARGS`` writes to a terminal (a pseudo-terminal as its stdout)."""
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "FLOW_DATABASE_URL"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     with subprocess.Popen(
-        [str(flow_script()), "reindex", "--batch", "2", "--db", migrated],
+        [str(flow_script()), *args],
         stdout=follower,
         stderr=subprocess.PIPE,
         env=env,
-        cwd=str(tmp_path),
+        cwd=str(cwd),
     ) as proc:
         os.close(follower)
         chunks = []
@@ -322,10 +345,64 @@ def test_reindex_shows_progress_on_a_terminal(migrated: str, tmp_path: object) -
             chunks.append(chunk)
         assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     os.close(leader)
-    out = b"".join(chunks).decode()
-    assert "\r2 / 3 (66.7%) rows, 2 indexed" in out
-    assert "\r3 / 3 (100.0%) rows, 3 indexed" in out
-    assert "indexed 3 instance(s) of 3 row(s)" in out
+    return b"".join(chunks).decode()
+
+
+def test_a_todo_table_name_the_database_lacks_is_refused_not_written_around(
+    flow: Flow, migrated: str
+) -> None:
+    """A mistyped FLOW_TODO_TABLE on a migrated database: every command says so, none
+    writes the instance without its index (which would leave the index stale)."""
+    start(flow, migrated, "typo-1", 100, forward=False)
+    typo = {"FLOW_TODO_TABLE": "bpm_flow_todos"}
+    for args in (
+        ("submit", "typo-1", "apply", "forward"),
+        ("inbox", "--actor", "manager"),
+        ("migrate",),
+    ):
+        result = flow(*args, "--db", migrated, env=typo)
+        assert result.code == 1, (args, result.out)
+        line = single_error_line(result)
+        assert "'bpm_flow_todos' does not exist" in line and "FLOW_TODO_TABLE" in line
+    waiting = table(flow("inbox", "--actor", "employee", "--db", migrated).out)
+    assert [(r[0], r[2]) for r in waiting] == [("typo-1", "apply (Apply)")]
+    assert "no task submitted yet" in flow("history", "typo-1", "--db", migrated).out
+
+
+def test_index_tables_show_whole_ids_and_escape_control_characters(
+    flow: Flow, migrated: str
+) -> None:
+    """An id is copied into the next command: never clipped. Text written by another service
+    may hold terminal escape sequences: shown escaped, never sent to the terminal."""
+    long_id = "i" * 64
+    start(flow, migrated, long_id, 100)
+    wf = sql_workflow(migrated, FlowEngine(), state_controller=ActorStateController())
+    try:
+        ctx = FlowContext.of("esc\x1b[2Jid", {"amount": 100, "actor": "employee"})
+        task = wf.claim_task(Graph.from_file(OA), ctx)
+        assert wf.submit_task_if_waiting(task, TaskAction.FORWARD, ctx)
+    finally:
+        wf.state_repository.engine.dispose()  # type: ignore[attr-defined]
+    inbox = flow("inbox", "--actor", "manager", "--db", migrated)
+    assert [r[0] for r in table(inbox.out)] == [long_id, "esc\\x1b[2Jid"]
+    assert "\x1b" not in inbox.out
+    listed = flow("instances", "--status", "running", "--db", migrated)
+    assert {r[0] for r in table(listed.out)} == {long_id, "esc\\x1b[2Jid"}
+    assert "\x1b" not in listed.out
+
+
+def test_reindex_and_withdraw_refuse_a_graph_file_that_does_not_validate(
+    flow: Flow, migrated: str
+) -> None:
+    """As ``start``, ``claim`` and ``submit`` do: a graph with errors is refused before
+    anything is written (a dangling link would index instances as running with no task)."""
+    _unindexed(migrated, "v-1")
+    bad = str(REPO / "tests" / "cli" / "graphs" / "dangling_link.yml")
+    for args in (("reindex", "--graph", bad), ("withdraw", "v-1", "--graph", bad)):
+        result = flow(*args, "--db", migrated)
+        assert result.code == 1, args
+        assert "flow validate" in single_error_line(result)
+    assert flow("inbox", "--actor", "manager", "--db", migrated).out.startswith("no open task")
 
 
 @pytest.mark.parametrize(
