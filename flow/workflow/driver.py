@@ -131,7 +131,13 @@ class WorkflowDriver(FlowDriver):
     def _dry_auto(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
     ) -> None:
-        if state == TaskState.WAITING:
+        """An automatic node in a walk that runs no task code: as a real walk would end.
+
+        A node its task code left WAITING (the task stopped the walk, e.g. to wait for an
+        outside event) is taken to stop it again. One with no task code completes whatever
+        its state: a real walk runs nothing there and passes on (a FORWARD_JUMP onto a
+        gateway leaves the gateway WAITING; the instance is not parked at it)."""
+        if state == TaskState.WAITING and node.task is not None:
             intent.found(node, TaskState.WAITING, exchanger.context)
             exchanger.stop()
         else:

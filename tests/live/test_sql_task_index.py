@@ -960,3 +960,33 @@ def test_todo_rows_are_deleted_and_restated_through_the_unique_key_whatever_the_
         by_table = {row[2]: row for row in plan}
         assert by_table["bpm_flow_todo"][3] == "const", plan
         assert by_table["bpm_flow_todo"][5] == "uq_bpm_flow_todo_task", plan
+
+
+def test_a_forward_jump_onto_a_gateway_is_indexed_as_its_states_give(db: sa.Engine) -> None:
+    """The jump leaves the gateway WAITING; a gateway has no task code to wait on, so the
+    instance is complete: never listed as running with no open task (as in memory)."""
+    engine = FlowEngine()
+    engine.load(
+        Graph.from_dict(
+            {
+                "id": "g",
+                "layout": [
+                    {"id": "s", "type": "start", "link": "apply"},
+                    {"id": "apply", "meta": {"actor": "alice"}, "link": "gw"},
+                    {
+                        "id": "gw",
+                        "type": "exclusive",
+                        "link": [{"nextId": "mgr", "when": "amount >= 50"}, {"nextId": "e"}],
+                    },
+                    {"id": "mgr", "meta": {"actor": "boss"}, "link": "e"},
+                    {"id": "e", "type": "end"},
+                ],
+            }
+        )
+    )
+    wf = sql_workflow(db, engine, state_controller=ActorStateController())
+    alice = FlowContext.of("gj", {"actor": "alice", "amount": 1})
+    wf.claim_task("g", alice)
+    wf.submit_task_at("g", "gw", TaskAction.FORWARD_JUMP, alice)
+    assert (wf.status("gj"), wf.open_tasks("gj")) == (InstanceStatus.COMPLETED, [])
+    assert wf.instances(status=InstanceStatus.RUNNING) == []

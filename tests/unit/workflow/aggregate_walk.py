@@ -194,7 +194,10 @@ class Walker:
     def _submit_at(self, inst: Instance, c: FlowContext, status: InstanceStatus | None) -> None:
         ex = self.executor
         graph = ex.engine.get_graph_or_throw(inst.graph_id)
-        node = self.rng.choice([n for n in graph.nodes.values() if n.type.name == "ACTIVITY"])
+        # Gateways too: a jump onto one leaves it WAITING (the reference's find returns it).
+        node = self.rng.choice(
+            [n for n in graph.nodes.values() if n.type.name == "ACTIVITY" or n.type.is_gateway]
+        )
         action = self.rng.choice(SUBMIT_ACTIONS)
         try:
             ex.submit_task_at(graph, node, action, c)

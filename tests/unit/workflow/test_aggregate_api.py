@@ -422,3 +422,37 @@ def test_a_back_jump_reopens_its_target_with_the_lineage_before_it() -> None:
     assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("b", ("a",))]
     ex.submit_task_at("lin", "c", TaskAction.FORWARD_JUMP, u)
     assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("c", ("a", "b"))]
+
+
+_JUMP_TO_GATEWAY = """
+id: g
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: alice}, link: gw}
+  - id: gw
+    type: exclusive
+    link:
+      - {nextId: mgr, when: "amount >= 50"}
+      - {nextId: e}
+  - {id: mgr, meta: {actor: boss}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_forward_jump_onto_a_gateway_leaves_the_aggregate_its_states_give() -> None:
+    """The jump leaves the gateway WAITING (the reference's find returns it as the last node
+    met); a gateway has no task code to wait on, so every walk passes it: the instance is
+    complete — never RUNNING with no open task, in no inbox yet listed as running."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_JUMP_TO_GATEWAY))
+    ex = WorkflowExecutor(engine, ActorStateController())
+    alice = _ctx("gj", actor="alice")
+    ex.claim_task("g", alice)
+    ex.submit_task_at("g", "gw", TaskAction.FORWARD_JUMP, alice)
+    assert (
+        ex.state_repository.state_get(alice, engine.get_graph_or_throw("g").get_node_or_throw("gw"))
+        == TaskState.WAITING
+    )
+    assert (ex.status("gj"), ex.open_tasks("gj")) == (InstanceStatus.COMPLETED, [])
+    ex.find_task("g", _ctx("gj"))  # a real walk passes the gateway: the same answer
+    assert (ex.status("gj"), ex.open_tasks("gj")) == (InstanceStatus.COMPLETED, [])

@@ -22,7 +22,8 @@ def _executor() -> WorkflowExecutor:
     return WorkflowExecutor(flow_engine(), controller(), InMemoryStateRepository())
 
 
-@pytest.mark.parametrize("seed", range(12))
+# 24 and 173 jump onto a gateway, which the jump leaves WAITING.
+@pytest.mark.parametrize("seed", [*range(12), 24, 173])
 def test_invariants_hold_after_every_operation_of_a_random_walk(seed: int) -> None:
     walker = new_walker(_executor(), seed)
     for _ in range(150):
