@@ -14,7 +14,9 @@ MAX_CELL = 48
 
 #: Characters that reorder the text around them on screen (bidirectional embeddings,
 #: overrides and isolates): shown escaped like the control characters.
-_BIDI_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def display_width(text: str) -> int:
@@ -23,22 +25,31 @@ def display_width(text: str) -> int:
 
 
 def printable(text: str) -> str:
-    """``text`` on one line with control characters escaped (``\\x1b``, ``\\u202e``)."""
-    text = " ".join(text.split())  # one line per row, whatever the cell holds
+    """``text`` on one line (runs of whitespace become one space) with control characters
+    escaped (``\\x1b``, ``\\u202e``)."""
+    return escaped(" ".join(text.split()))
+
+
+def escaped(text: str) -> str:
+    """``text`` with every control, line-separating or bidi character escaped, whitespace
+    otherwise kept: an id is shown as it is, so two ids never look alike."""
     if text.isprintable():
         return text
     return "".join(_escaped(ch) for ch in text)
 
 
 def _escaped(ch: str) -> str:
-    if ch in _BIDI_CONTROLS or unicodedata.category(ch) == "Cc":
+    if ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
         return ascii(ch)[1:-1]
     return ch
 
 
 def _clip(text: str, limit: int | None) -> str:
+    """A cell: whole (``limit`` None: escaped only) or on one line, cut to ``limit``."""
+    if limit is None:
+        return escaped(text)
     text = printable(text)
-    if limit is None or display_width(text) <= limit:
+    if display_width(text) <= limit:
         return text
     out = ""
     for ch in text:

@@ -89,9 +89,12 @@ def reindex(
     while True:
         # The batch's own statements (the window, its rows, the COMMIT) fail as the
         # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
-        # a RepositoryError — never a SQLAlchemy exception type.
-        with translating(ops, None), db.begin() as conn:
+        # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
+        # never a SQLAlchemy exception type.
+        guard = translating(ops, None)
+        with guard, db.begin() as conn:
             window, wanted, done = batch.run(conn, last, batch_size)
+            guard.committing = True  # what fails from here on is the COMMIT
         if not window:
             return indexed
         last = window[-1]

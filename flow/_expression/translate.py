@@ -24,6 +24,9 @@ _NAME_WORDS = {
 }
 _DOUBLED = {"&": " and ", "|": " or "}
 _CANDIDATE = re.compile(r"[&|!~]|\b(?:AND|OR|NOT|null|true|false)\b")
+# Python 3.12+ tokenizes an f-string's parts (3.11: one STRING token, never translated).
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 
 
 def translate(text: str, *, original: str | None = None) -> str:
@@ -42,8 +45,14 @@ def translate(text: str, *, original: str | None = None) -> str:
         raise ExpressionError(f"Incomplete expression: {exc}", expression=original) from None
     edits: list[tuple[tuple[int, int], tuple[int, int], str]] = []
     previous: tokenize.TokenInfo | None = None
+    in_fstring = 0
     for index, token in enumerate(tokens):
-        edit = _replacement(tokens, index, previous, original)
+        if token.type == _FSTRING_START:
+            in_fstring += 1
+        elif token.type == _FSTRING_END:
+            in_fstring -= 1
+        # Inside an f-string nothing is translated, on every Python (its `!r` stays).
+        edit = None if in_fstring else _replacement(tokens, index, previous, original)
         if edit is not None:
             edits.append((token.start, *edit))
         if token.type not in (tokenize.ERRORTOKEN, tokenize.NL, tokenize.COMMENT):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flow.driver import FlowDriver
+from flow.driver import FlowDriver, SimpleFlowDriver
 from flow.node_type import NodeType
 from flow.workflow._intent import IntentType, WorkflowIntent, current_intent
 from flow.workflow.states import TaskState
@@ -134,15 +134,22 @@ class WorkflowDriver(FlowDriver):
         """An automatic node in a walk that runs no task code: as a real walk would end.
 
         A node its task code left WAITING (the task stopped the walk, e.g. to wait for an
-        outside event) is taken to stop it again. One with no task code completes whatever
-        its state: a real walk runs nothing there and passes on (a FORWARD_JUMP onto a
-        gateway leaves the gateway WAITING; the instance is not parked at it)."""
-        if state == TaskState.WAITING and node.task is not None:
+        outside event) is taken to stop it again. One with no task code under the standard
+        driver completes whatever its state: a real walk runs nothing there and passes on (a
+        FORWARD_JUMP onto a gateway leaves the gateway WAITING; the instance is not parked at
+        it). A driver of the application's own may act on any node: its nodes stay parked."""
+        if state == TaskState.WAITING and not self._runs_nothing(node):
             intent.found(node, TaskState.WAITING, exchanger.context)
             exchanger.stop()
         else:
             intent.found(node, TaskState.COMPLETED, exchanger.context)
             self.repository.state_put(exchanger.context, node, TaskState.COMPLETED)
+
+    def _runs_nothing(self, node: Node) -> bool:
+        """Whether a real walk runs nothing at automatic ``node``: it has no task, and the
+        graph driver runs tasks the standard way (a subclass may act on any node)."""
+        post = type(self.driver).post_handle_task
+        return node.task is None and post is SimpleFlowDriver.post_handle_task
 
     def _human(
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState

@@ -84,6 +84,13 @@ def test_operators_inside_string_literals_are_not_translated() -> None:
     assert holds('s == "a && !b || null AND true"', s="a && !b || null AND true")
 
 
+def test_an_f_string_is_refused_alike_on_every_python() -> None:
+    """Python 3.12+ tokenizes an f-string's parts: its ``!r`` must not become ``~r``, which
+    would turn the refusal into a syntax error that depends on the Python version."""
+    with pytest.raises(ExpressionError, match="JoinedStr is not allowed"):
+        compile_condition('f"{x!r}" == "1"')
+
+
 def test_keywords_after_a_dot_are_attribute_names() -> None:
     assert holds("m.null == 1 && m.AND == 2", m={"null": 1, "AND": 2})
 

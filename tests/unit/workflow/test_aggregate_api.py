@@ -10,7 +10,7 @@ import pytest
 from aggregate_walk import controller, flow_engine
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
-from flow import FlowContext, FlowEngine, Graph
+from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
 from flow.workflow import (
     MAX_CURSOR,
     MAX_PAGE_SIZE,
@@ -456,3 +456,38 @@ def test_a_forward_jump_onto_a_gateway_leaves_the_aggregate_its_states_give() ->
     assert (ex.status("gj"), ex.open_tasks("gj")) == (InstanceStatus.COMPLETED, [])
     ex.find_task("g", _ctx("gj"))  # a real walk passes the gateway: the same answer
     assert (ex.status("gj"), ex.open_tasks("gj")) == (InstanceStatus.COMPLETED, [])
+
+
+class _HoldingDriver(SimpleFlowDriver):
+    """An application's driver: a node with ``hold`` in its meta (no task of its own) waits
+    for an outside event."""
+
+    def post_handle_task(self, exchanger: Any, node: Any) -> None:
+        if node.meta.get("hold") and not exchanger.context.get("released"):
+            exchanger.stop()
+            return
+        super().post_handle_task(exchanger, node)
+
+
+def test_a_node_an_applications_driver_parks_stays_parked_without_task_code() -> None:
+    """The dry walk cannot run the driver: a task-less node it left WAITING stays where the
+    instance waits, as every claim finds it — the next task is not open yet."""
+    engine = FlowEngine(_HoldingDriver())
+    engine.load(
+        Graph.from_text(
+            "id: h\nlayout:\n  - {id: s, type: start}\n  - {id: a, meta: {actor: alice}}\n"
+            "  - {id: hold, meta: {hold: true}}\n  - {id: b, meta: {actor: bob}}\n"
+            "  - {id: e, type: end}\n"
+        )
+    )
+    ex = WorkflowExecutor(engine, ActorStateController())
+    alice = _ctx("hd", actor="alice")
+    assert ex.submit_task_if_waiting(ex.claim_task("h", alice), TaskAction.FORWARD, alice)
+    bob = _ctx("hd", actor="bob")
+    assert (ex.status("hd"), ex.open_tasks("hd"), ex.inbox(bob)) == (
+        InstanceStatus.RUNNING,
+        [],
+        [],
+    )
+    claimed = ex.claim_task("h", bob)
+    assert claimed is not None and claimed.node.id == "hold"
