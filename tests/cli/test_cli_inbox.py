@@ -282,16 +282,21 @@ def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migra
 
 def test_reindex_all_continues_after_a_row_id(flow: Flow, migrated: str) -> None:
     _unindexed(migrated, "a-1", "a-2", "a-3")
-    engine = sa.create_engine(migrated)
-    try:
-        with engine.connect() as conn:
-            first = conn.execute(sa.text("SELECT MIN(id) FROM bpm_flow_repository")).scalar_one()
-    finally:
-        engine.dispose()
+    first = _first_row_id(migrated)
     rest = flow("reindex", "--all", "--after", str(first), "--db", migrated)
     assert rest.code == 0, rest.err
     assert rest.out.startswith("indexed 2 instance(s) of 2 row(s)")
     assert flow("reindex", "--batch", str(10**6), "--db", migrated).code == 2
+
+
+def _first_row_id(db: str) -> int:
+    engine = sa.create_engine(db)
+    try:
+        with engine.connect() as conn:
+            query = sa.text("SELECT MIN(id) FROM bpm_flow_repository")
+            return int(conn.execute(query).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def _shown(url: str) -> str:
@@ -310,12 +315,7 @@ def test_progress_of_a_resumed_pass_counts_the_rows_after_its_start(
     migrated: str, tmp_path: object
 ) -> None:
     _unindexed(migrated, "p-1", "p-2", "p-3")
-    engine = sa.create_engine(migrated)
-    try:
-        with engine.connect() as conn:
-            first = conn.execute(sa.text("SELECT MIN(id) FROM bpm_flow_repository")).scalar_one()
-    finally:
-        engine.dispose()
+    first = _first_row_id(migrated)
     args = ("reindex", "--all", "--after", str(first), "--graph", OA, "--db", migrated)
     out = _on_terminal(tmp_path, *args)
     assert "\r2 / 2 (100.0%) rows, 2 indexed" in out
