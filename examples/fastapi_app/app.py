@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -77,9 +78,14 @@ expense = sa.Table(  # the app's own business table, written in the same transac
 )
 
 
+#: The largest amount the ``expense.amount`` column holds on every database (INTEGER).
+MAX_AMOUNT = 2**31 - 1
+
+
 class NewExpense(BaseModel):
     purpose: str = Field(min_length=1, max_length=200)
-    amount: int = Field(gt=0)
+    # strict: ``true`` or ``"5"`` is not an amount
+    amount: int = Field(gt=0, le=MAX_AMOUNT, strict=True)
 
 
 class Decision(BaseModel):
@@ -139,6 +145,13 @@ Conn = Annotated[sa.Connection, Depends(transaction, scope="function")]
 Actor = Annotated[str, Header(alias="X-Actor", min_length=1, max_length=64)]
 
 
+def _safe(part: object) -> object:
+    """A location or message part as JSON can carry it (a key may be a lone surrogate)."""
+    if isinstance(part, int):
+        return part
+    return str(part).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def create_app(database_url: str | None = None) -> FastAPI:
     """The service on ``database_url`` (default ``$FLOW_DATABASE_URL``, else a SQLite file).
 
@@ -154,6 +167,20 @@ def create_app(database_url: str | None = None) -> FastAPI:
 
     app = FastAPI(title="Expense approvals")
     app.state.engine = engine
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """FastAPI's own 422, without the rejected input: a value JSON cannot carry back (a
+        lone surrogate, NaN) would turn the refusal into a 500."""
+        errors = [
+            {
+                "loc": [_safe(part) for part in error.get("loc", ())],
+                "msg": _safe(error.get("msg", "")),
+                "type": error.get("type"),
+            }
+            for error in exc.errors()
+        ]
+        return JSONResponse({"detail": errors}, status_code=422)
 
     @app.exception_handler(SendBackError)
     def not_sendable(request: Request, exc: SendBackError) -> JSONResponse:

@@ -3,6 +3,7 @@ each request one transaction covering the flow state, its history and the app's 
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -152,3 +153,38 @@ def test_concurrent_decisions_on_one_expense_give_one_200_and_409s(client: TestC
     assert sorted(codes) == [200, 409, 409, 409]
     history = client.get(f"/expenses/{expense_id}/history").json()
     assert [h["task"] for h in history] == ["apply", "manager"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"purpose": "x", "amount": 2147483648}',  # past the INTEGER column
+        b'{"purpose": "x", "amount": 9223372036854775808}',
+        b'{"purpose": "x", "amount": true}',
+        b'{"purpose": "x", "amount": "5"}',
+        b'{"purpose": "x", "amount": NaN}',
+        b'{"purpose": "x", "amount": 1e400}',
+        b'{"purpose": "\\ud800", "amount": 1}',
+        b'{"\\ud800": 1}',
+    ],
+)
+def test_a_body_the_model_refuses_is_a_422_that_files_nothing(
+    client: TestClient, body: bytes
+) -> None:
+    """Never a 500: not for an amount the column cannot hold, nor for a rejected value (a
+    lone surrogate, NaN) that FastAPI's own 422 would echo and fail to encode."""
+    headers = {**EMPLOYEE, "content-type": "application/json"}
+    refused = client.post("/expenses", content=body, headers=headers)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["loc"][0] == "body"
+    assert client.get("/inbox", headers=EMPLOYEE).json()["tasks"] == []
+
+
+def test_a_decision_the_model_refuses_is_a_422(client: TestClient) -> None:
+    expense_id = file_expense(client, 120)["id"]
+    headers = {"X-Actor": "manager", "content-type": "application/json"}
+    for body in (b'{"decision": "\\ud800"}', b'{"decision": Infinity}'):
+        refused = client.post(f"/expenses/{expense_id}/decisions", content=body, headers=headers)
+        assert refused.status_code == 422, refused.text
+    assert client.get(f"/expenses/{expense_id}").json()["status"] == "pending"
+    assert file_expense(client, 2147483647)["amount"] == 2147483647
