@@ -24,7 +24,7 @@ from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
-from flow_sqla._translate import translating
+from flow_sqla._translate import Translating, commit
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
@@ -91,10 +91,11 @@ def reindex(
         # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
         # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
         # never a SQLAlchemy exception type.
-        guard = translating(ops, None)
-        with guard, db.begin() as conn:
+        guard = Translating(ops, None)
+        with guard, db.connect() as conn, conn.begin() as trans:
             window, wanted, done = batch.run(conn, last, batch_size)
             guard.committing = True  # what fails from here on is the COMMIT
+            commit(conn, trans)
         if not window:
             return indexed
         last = window[-1]
