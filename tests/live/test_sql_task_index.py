@@ -29,6 +29,7 @@ from flow_sqla import FlowTables, RepositoryError, migrations, reindex
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
+    JUMP_TO_GATEWAY,
     check_invariants,
     controller,
     flow_engine,
@@ -966,24 +967,7 @@ def test_a_forward_jump_onto_a_gateway_is_indexed_as_its_states_give(db: sa.Engi
     """The jump leaves the gateway WAITING; a gateway has no task code to wait on, so the
     instance is complete: never listed as running with no open task (as in memory)."""
     engine = FlowEngine()
-    engine.load(
-        Graph.from_dict(
-            {
-                "id": "g",
-                "layout": [
-                    {"id": "s", "type": "start", "link": "apply"},
-                    {"id": "apply", "meta": {"actor": "alice"}, "link": "gw"},
-                    {
-                        "id": "gw",
-                        "type": "exclusive",
-                        "link": [{"nextId": "mgr", "when": "amount >= 50"}, {"nextId": "e"}],
-                    },
-                    {"id": "mgr", "meta": {"actor": "boss"}, "link": "e"},
-                    {"id": "e", "type": "end"},
-                ],
-            }
-        )
-    )
+    engine.load(Graph.from_text(JUMP_TO_GATEWAY))
     wf = sql_workflow(db, engine, state_controller=ActorStateController())
     alice = FlowContext.of("gj", {"actor": "alice", "amount": 1})
     wf.claim_task("g", alice)

@@ -43,6 +43,21 @@ layout:
   - {id: end, type: end}
 """
 
+#: A FORWARD_JUMP onto ``gw`` leaves the gateway WAITING (the reference's find returns it).
+JUMP_TO_GATEWAY = """
+id: g
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: alice}, link: gw}
+  - id: gw
+    type: exclusive
+    link:
+      - {nextId: mgr, when: "amount >= 50"}
+      - {nextId: e}
+  - {id: mgr, meta: {actor: boss}, link: e}
+  - {id: e, type: end}
+"""
+
 PARALLEL = """
 id: par
 layout:

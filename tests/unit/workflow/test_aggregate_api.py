@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from aggregate_walk import controller, flow_engine
+from aggregate_walk import JUMP_TO_GATEWAY, controller, flow_engine
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
@@ -424,27 +424,12 @@ def test_a_back_jump_reopens_its_target_with_the_lineage_before_it() -> None:
     assert [(t.node_id, t.lineage) for t in ex.open_tasks("j-2")] == [("c", ("a", "b"))]
 
 
-_JUMP_TO_GATEWAY = """
-id: g
-layout:
-  - {id: s, type: start, link: apply}
-  - {id: apply, meta: {actor: alice}, link: gw}
-  - id: gw
-    type: exclusive
-    link:
-      - {nextId: mgr, when: "amount >= 50"}
-      - {nextId: e}
-  - {id: mgr, meta: {actor: boss}, link: e}
-  - {id: e, type: end}
-"""
-
-
 def test_a_forward_jump_onto_a_gateway_leaves_the_aggregate_its_states_give() -> None:
     """The jump leaves the gateway WAITING (the reference's find returns it as the last node
     met); a gateway has no task code to wait on, so every walk passes it: the instance is
     complete — never RUNNING with no open task, in no inbox yet listed as running."""
     engine = FlowEngine()
-    engine.load(Graph.from_text(_JUMP_TO_GATEWAY))
+    engine.load(Graph.from_text(JUMP_TO_GATEWAY))
     ex = WorkflowExecutor(engine, ActorStateController())
     alice = _ctx("gj", actor="alice")
     ex.claim_task("g", alice)
