@@ -86,18 +86,35 @@ def parse_index(instance_id: str, row: RowMapping | Mapping[str, Any]) -> Instan
     code = row["status"]
     if code is None:
         return None
+    status = stored_status(instance_id, code)
     try:
-        status = InstanceStatus(code)
         tasks = tuple(_task(item) for item in (row["open_tasks"] or ()))
     except (ValueError, TypeError, KeyError) as exc:
-        raise SnapshotError(
-            f"Stored task index is malformed: {exc}", instance_id=instance_id
-        ) from exc
+        raise malformed_index(instance_id, exc) from exc
     return InstanceIndex(
         graph_id=str(row["graph_id"] or ""),
         status=status,
         finished_at=row["finish_time"],
         tasks=tasks,
+    )
+
+
+def stored_status(instance_id: str, code: Any) -> InstanceStatus:
+    """The instance status a row's ``status`` column holds; :class:`SnapshotError` naming
+    the instance for a code no status has (a row written by hand or another program)."""
+    try:
+        return InstanceStatus(code)
+    except (ValueError, TypeError) as exc:
+        raise malformed_index(instance_id, exc) from exc
+
+
+def malformed_index(instance_id: str, exc: BaseException) -> SnapshotError:
+    """The error for a stored task index that does not read (raise it ``from exc``): the
+    index is derived from the states, so a reindex of every row rebuilds it."""
+    return SnapshotError(
+        f"Stored task index is malformed: {exc} (it is rebuilt from the states by "
+        "flow_sqla.reindex(..., everything=True), 'flow reindex --all')",
+        instance_id=instance_id,
     )
 
 

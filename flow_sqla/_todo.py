@@ -29,6 +29,7 @@ from flow.workflow.states import TaskState
 from flow_sqla._dialect import ExactlyEqual, IndexMerge
 from flow_sqla._limits import check_id, display_text
 from flow_sqla._prepared import PreparedStatements
+from flow_sqla._rows import stored_status
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
 _NAME_LENGTH = 64
@@ -346,7 +347,7 @@ class TodoTable:
             InstanceSummary(
                 instance_id=row["instant_id"],
                 graph_id=row["graph_id"],
-                status=InstanceStatus(row["status"]),
+                status=stored_status(row["instant_id"], row["status"]),
                 creator=row["creator"] or None,  # '' (no auditor, as the Go plugin writes)
                 created_at=row["create_time"],
                 updated_at=row["update_time"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -24,6 +24,7 @@ from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
+from flow_sqla._rows import parse_index
 from flow_sqla._translate import Translating, commit
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
@@ -128,14 +129,27 @@ class _Batch:
         self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
         # The JSON columns as text: a row that does not decode is reported by its id below,
         # not as a driver error that hides which row of the batch it was.
+        # The times as text too: one that no driver can read (PostgreSQL's 'infinity', text
+        # on SQLite) must not fail the whole window's fetch.
         self._rows = sa.select(
             r.c.id,
             r.c.instant_id,
             r.c.status,
+            r.c.graph_id,
             sa.type_coerce(r.c.graph, sa.Text()).label("graph"),
             sa.type_coerce(r.c.states, sa.Text()).label("states"),
-            r.c.update_time,
+            sa.type_coerce(r.c.open_tasks, sa.Text()).label("open_tasks"),
+            sa.cast(r.c.finish_time, sa.Text()).label("finish_time"),
+            sa.cast(r.c.update_time, sa.Text()).label("update_time"),
         ).order_by(r.c.id)
+        # A stored index that does not read is derived data: cleared, then rebuilt.
+        self._clear_index = (
+            sa.update(r)
+            .where(r.c.instant_id == sa.bindparam("instance_id"))
+            .values(status=None, graph_id=None, finish_time=None, open_tasks=None)
+        )
+        todo = tables.todo
+        self._clear_todo = sa.delete(todo).where(todo.c.instant_id == sa.bindparam("instance_id"))
         self._r = r
 
     def run(self, conn: Connection, last: int, size: int) -> tuple[list[int], int, int]:
@@ -178,10 +192,53 @@ class _Batch:
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id
         graph = _graph_of(self.engine, instance_id, row.graph, row.states)
+        if _index_unreadable(instance_id, row):
+            # Its todo rows are unknown too: all of them go, the rebuild inserts the right ones.
+            # (A WITHDRAWN status that no longer reads is not known to have been one.)
+            params = {"instance_id": instance_id}
+            conn.execute(self._clear_todo, params)
+            conn.execute(self._clear_index, params)
         # The executor evaluates the graph with the variables of the row it locks.
         ctx = FlowContext.of(instance_id, connection=conn)
-        as_of = row.update_time if isinstance(row.update_time, datetime) else None
-        return self.executor.reindex(graph, ctx, as_of=as_of)
+        return self.executor.reindex(graph, ctx, as_of=_time(row.update_time))
+
+
+def _time(value: Any) -> datetime | None:
+    """A time column read as text (or as a time), as naive UTC; ``None`` when it does not
+    read (the caller then takes the present)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    when: datetime = value
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
+
+
+def _index_unreadable(instance_id: str, row: Any) -> bool:
+    """Whether the row's stored task index (status, open tasks, finish time) does not read —
+    a status no instance has, open tasks of the wrong shape, an unreadable time."""
+    if row.status is None:
+        return False
+    if row.finish_time is not None and _time(row.finish_time) is None:
+        return True
+    try:
+        parse_index(
+            instance_id,
+            {
+                "status": row.status,
+                "graph_id": row.graph_id,
+                "finish_time": None,
+                "open_tasks": _decoded(instance_id, "open_tasks", row.open_tasks),
+            },
+        )
+    except SnapshotError:
+        return True
+    return False
 
 
 def _graph_of(engine: FlowEngine, instance_id: str, graph_value: Any, states_text: Any) -> Graph:

@@ -48,10 +48,12 @@ from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
+    malformed_index,
     parse_index,
     parse_row,
     parse_states,
     parse_vars,
+    stored_status,
     task_doc,
     utc_now,
 )
@@ -478,7 +480,9 @@ class SqlStateRepository:
         result = conn.execute(stmt, params)
         try:
             row = result.first()
-        except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse
+        # Bad JSON, nesting too deep to parse; on SQLite, a JSON number kept as a number
+        # (the column's JSON type then decodes an int).
+        except (ValueError, TypeError, RecursionError) as exc:
             raise _not_json(instance_id, exc) from exc
         return None if row is None else row._mapping
 
@@ -509,7 +513,10 @@ class SqlStateRepository:
         if self._dialect.json_as_text:
             open_tasks = _json_value(instance_id, open_tasks)
         if isinstance(finish_time, str):  # SQLite hands DATETIME back as its text
-            finish_time = datetime.fromisoformat(finish_time)
+            try:
+                finish_time = datetime.fromisoformat(finish_time)
+            except ValueError as exc:
+                raise malformed_index(instance_id, exc) from exc
         values = {
             "graph_id": graph_id,
             "status": status,
@@ -850,7 +857,7 @@ class SqlStateRepository:
         check_readable(instance_id, "instance id")
         with self._query(instance_id) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
-        return None if code is None else InstanceStatus(code)
+        return None if code is None else stored_status(instance_id, code)
 
     def index_instances(
         self,
@@ -989,9 +996,20 @@ def _check_filters(**filters: str | None) -> None:
 
 def _json_value(instance_id: str, raw: Any) -> Any:
     """A JSON column's text decoded (``None`` stays ``None``); :class:`SnapshotError` when it
-    is not JSON."""
+    is not JSON.
+
+    SQLite keeps the text of a JSON number written into a column declared ``JSON`` as a
+    number (the column's numeric affinity), and hands that number back: it is the JSON value
+    it was written as (a row of the wrong shape, which the caller reports)."""
     if raw is None:
         return None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return raw
+    if not isinstance(raw, str | bytes | bytearray):
+        raise SnapshotError(
+            f"The stored row holds a {type(raw).__name__} where JSON text was expected",
+            instance_id=instance_id,
+        )
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON, nesting too deep to parse

@@ -135,3 +135,19 @@ def test_invalid_json_raises_snapshot_error_while_other_instances_work(
     with pytest.raises(SnapshotError, match="json-1"):
         ex.claim_task("oa", ctx("json-1", "manager"))
     assert approve(ex, "json-2", "employee", amount=1)
+
+
+# SQLite keeps the text of a JSON number written into a column declared JSON as a number.
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(("column", "text"), [("states", "42"), ("vars", "7"), ("states", "4.5")])
+def test_a_json_number_in_a_sqlite_column_raises_snapshot_error_naming_the_instance(
+    db: sa.Engine, column: str, text: str
+) -> None:
+    ex = executor(db)
+    approve(ex, "num-1", "employee", amount=1)
+    _set_column(db, "num-1", column, text)
+    with pytest.raises(SnapshotError, match="num-1"):
+        ex.claim_task("oa", ctx("num-1", "manager"))
+    with pytest.raises(SnapshotError, match="num-1"):
+        SqlStateRepository(db).load_snapshot("num-1")
+    assert approve(ex, "num-2", "employee", amount=1)
