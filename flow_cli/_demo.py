@@ -1,9 +1,10 @@
 """``flow demo``: the expense approval (``oa.yml``) moved through its steps in a database.
 
-Five instances, each a short story: a small amount the manager approves, a large one for the
-director, one sent back and resubmitted, one terminated and one left waiting for the manager,
-whose picture is written to ``flow-demo/``. Each run uses fresh instance ids, so the demo can be run
-again on the same database.
+Seven instances, each a short story: a small amount the manager approves, a large one for the
+director, one sent back and resubmitted, one terminated, one left waiting for the manager (whose
+picture is written to ``flow-demo/``), one the director sends back to whoever sent it and one
+the employee withdraws; then the manager's and the employee's inboxes. Each run uses fresh
+instance ids, so the demo can be run again on the same database.
 """
 
 from __future__ import annotations
@@ -109,10 +110,11 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "demo",
         parents=[*parents, db_option()],
         help="run the expense approval demo end to end",
-        description="Create the flow tables if needed, then move five instances of the "
-        "expense approval (graph 'oa') through their steps as different actors, print each "
-        "step, the audit trail of one instance and the list of instances, and write a picture "
-        "of one instance (Mermaid .mmd, plus .svg when Graphviz is installed).",
+        description="Create the flow tables if needed, then move seven instances of the "
+        "expense approval (graph 'oa') through their steps as different actors (a send-back "
+        "and a withdraw among them), print each step, the audit trail of one instance and the "
+        "inboxes of the manager and the employee, and write a picture of one instance "
+        "(Mermaid .mmd, plus .svg when Graphviz is installed).",
     )
     demo.add_argument(
         "--out",

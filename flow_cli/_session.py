@@ -334,13 +334,27 @@ class Session:
     def start(
         self, graph: Graph, instance_id: str, data: Mapping[str, Any], actor: str | None
     ) -> None:
-        """Store a new instance of ``graph`` with ``data`` and claim its first task."""
+        """Store a new instance of ``graph`` with ``data`` and claim its first task — as
+        ``actor``, by default the actor its node names (as ``submit`` does). When the task
+        cannot be claimed, nothing is stored: an instance whose first task nobody claimed
+        would be in no inbox and no list of running instances."""
         if self.exists(instance_id):
             raise CliError(f"instance {instance_id!r} already exists in {shown(self.url)}")
         executor = self.executor(graph)
         with self.context(instance_id, data=data, actor=actor) as ctx:
             self.repository.save_snapshot(ctx, graph)
-            executor.claim_task(graph, ctx)
+            found = executor.find_task(graph, ctx)
+            first = None if found is None else Pending(node=found.node, state=found.state)
+            if first is not None and actor is None and first.actor is not None:
+                ctx.put(ACTOR_KEY, first.actor)
+            task = executor.claim_task(graph, ctx)
+            if task is None or task.state != TaskState.WAITING:
+                where = "no task" if first is None else f"its first task {first.describe()}"
+                who = f"actor {actor!r}" if actor else "no actor (give --actor)"
+                raise CliError(
+                    f"{instance_id} not started: {where} cannot be claimed by {who}; "
+                    "nothing was stored"
+                )
 
     def claim(self, instance_id: str, graph: Graph, actor: str | None) -> Node | None:
         """Claim the task ``actor`` may work on; its node, or ``None`` when there is none."""

@@ -10,6 +10,7 @@ from typing import Any
 from flow.workflow.states import TaskAction
 from flow_cli._errors import CliError
 from flow_cli._parser import Parser, db_option
+from flow_cli._table import escaped
 
 ACTIONS = tuple(a.name.lower() for a in TaskAction if a is not TaskAction.UNKNOWN)
 
@@ -93,8 +94,8 @@ def run_start(args: argparse.Namespace) -> int:
     with Session.open(args.db) as session:
         session.start(graph, instance_id, data, args.actor)
         standing = session.standing(instance_id, graph)
-    print(f"started {instance_id} (graph {graph.id!r})")
-    print(f"waiting on: {standing.describe()}")
+    print(escaped(f"started {instance_id} (graph {graph.id!r})"))
+    print(escaped(f"waiting on: {standing.describe()}"))
     return 0
 
 
@@ -112,7 +113,7 @@ def run_claim(args: argparse.Namespace) -> int:
             raise CliError(
                 f"no task of {args.instance} for {who}; it stands at: {standing.describe()}"
             )
-    print(f"claimed {node.id}{_title(node.title, node.id)} of {args.instance}")
+    print(escaped(f"claimed {node.id}{_title(node.title, node.id)} of {args.instance}"))
     return 0
 
 
@@ -129,8 +130,8 @@ def run_submit(args: argparse.Namespace) -> int:
         session.submit(args.instance, graph, node, action, actor=actor, message=args.message)
         standing = session.standing(args.instance, graph)
     by = f" as {actor}" if actor else ""
-    print(f"{action.name.lower()} {node.id}{_title(node.title, node.id)}{by}")
-    print(f"{args.instance} now: {standing.describe()}")
+    print(escaped(f"{action.name.lower()} {node.id}{_title(node.title, node.id)}{by}"))
+    print(escaped(f"{args.instance} now: {standing.describe()}"))
     return 0
 
 

@@ -154,3 +154,37 @@ def test_debug_shows_the_traceback(flow: Flow) -> None:
     result = flow("--debug", "instances", "--db", "sqlite:////nonexistent/directory/x.sqlite")
     assert result.code != 0
     assert "Traceback" in result.err
+
+
+def test_start_without_actor_claims_the_first_task_as_the_actor_it_names(
+    flow: Flow, migrated: str
+) -> None:
+    result = flow("start", OA, "--instance", "no-actor", "--var", "amount=5", "--db", migrated)
+    assert result.code == 0 and "waiting on: apply (Apply, for employee)" in result.out
+    inbox = flow("inbox", "--actor", "employee", "--db", migrated)
+    assert "no-actor" in inbox.out and "waiting" in inbox.out
+
+
+def test_start_as_someone_the_first_task_is_not_for_stores_nothing(
+    flow: Flow, migrated: str
+) -> None:
+    result = flow(
+        "start", OA, "--instance", "wrong", "--var", "amount=5", "--actor", "manager",
+        "--db", migrated,
+    )  # fmt: skip
+    line = single_error_line(result)
+    assert "wrong not started" in line and "actor 'manager'" in line
+    assert "nothing was stored" in line
+    assert "no instance 'wrong'" in single_error_line(flow("history", "wrong", "--db", migrated))
+
+
+def test_one_line_results_escape_control_characters(flow: Flow, migrated: str) -> None:
+    instance = "esc\x1b[31mred\tx"
+    started = flow("start", OA, "--instance", instance, "--var", "amount=5", "--db", migrated)
+    assert started.code == 0, started.err
+    assert "\x1b" not in started.out and "started esc\\x1b[31mred\\tx" in started.out
+    claimed = flow("claim", instance, "--actor", "employee", "--db", migrated)
+    submitted = flow("submit", instance, "apply", "forward", "--db", migrated)
+    for result in (claimed, submitted):
+        assert result.code == 0, result.err
+        assert "\x1b" not in result.out and "\t" not in result.out
