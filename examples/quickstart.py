@@ -43,5 +43,5 @@ def apply(conn: sa.Connection) -> bool:  # your transaction: your rows, the flow
 # engine.begin(), apply(conn), COMMIT; the whole unit again on a deadlock/serialization failure
 run_in_transaction(engine, apply, idempotent=True)  # idempotent: the submit re-checks
 
-for entry in TaskHistoryRecorder(engine).history("expense-42"):
+for entry in TaskHistoryRecorder(engine, index=True).history("expense-42"):
     print(entry.source_node_id, "->", entry.target_node_id, entry.assignee, entry.message)

@@ -163,7 +163,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
     metadata.create_all(engine)
     graph = Graph.from_file(GRAPH_FILE, strict=True)
     workflow = sql_workflow(engine, FlowEngine(), state_controller=ActorStateController())
-    history = TaskHistoryRecorder(engine)
+    history = TaskHistoryRecorder(engine, index=True)
 
     app = FastAPI(title="Expense approvals")
     app.state.engine = engine
