@@ -59,10 +59,15 @@ def read_graph_file(path: str | Path) -> str:
     p = Path(path)
     if p.suffix.lower() not in GRAPH_FILE_SUFFIXES:
         raise GraphDefinitionError(f"{p}: a graph file must end in .yml, .yaml or .json")
+    limit = 4 * MAX_TEXT_CHARS  # bytes: UTF-8 takes at most 4 per character
     try:
-        if p.stat().st_size > 4 * MAX_TEXT_CHARS:
+        # Read at most one byte past the limit: a device or a pipe (/dev/zero) reports no
+        # size, and an unbounded read would take all memory.
+        with p.open("rb") as file:
+            data = file.read(limit + 1)
+        if len(data) > limit:
             raise GraphDefinitionError(_too_long(f"{p}: the graph file"))
-        return p.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GraphDefinitionError(f"{p}: cannot read graph file: {exc}") from exc
 

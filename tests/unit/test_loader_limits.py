@@ -265,3 +265,13 @@ def test_duplicate_ids_and_missing_targets_are_typed_errors_in_strict_mode() -> 
 
 def test_every_loader_error_is_a_flow_error() -> None:
     assert issubclass(GraphDefinitionError, FlowError)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this system")
+def test_a_graph_file_that_reports_no_size_is_read_only_up_to_the_limit(tmp_path: Path) -> None:
+    """A device or pipe has no size to check first (``st_size`` 0): the read itself stops
+    one byte past the limit instead of taking all memory."""
+    endless = tmp_path / "zero.yml"
+    endless.symlink_to("/dev/zero")
+    with pytest.raises(GraphDefinitionError, match="longer than"):
+        Graph.from_file(endless)
