@@ -23,7 +23,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from flow.codec import CodecLimits
 from flow.context import FlowContext
-from flow.errors import SnapshotError
+from flow.errors import GraphDefinitionError, SnapshotError
 from flow.graph import Graph, Node
 from flow.workflow.aggregate import (
     IndexRead,
@@ -703,7 +703,15 @@ class SqlStateRepository:
             return cached[1]
         if len(self._graph_docs) >= GRAPH_DOCS_CAPACITY:
             self._graph_docs.clear()
-        doc = json_dumps(graph.to_dict())
+        try:
+            doc = json_dumps(graph.to_dict())
+        except (TypeError, ValueError) as exc:
+            # YAML's own types (!!timestamp, !!binary, !!set) or a NaN kept in a node's meta.
+            raise GraphDefinitionError(
+                f"Graph {graph.id!r} cannot be stored with its instances: its meta holds a "
+                f"value JSON has no form for ({exc})",
+                graph_id=graph.id,
+            ) from exc
         self._graph_docs[id(graph)] = (graph, doc)
         return doc
 

@@ -151,3 +151,27 @@ def test_a_json_number_in_a_sqlite_column_raises_snapshot_error_naming_the_insta
     with pytest.raises(SnapshotError, match="num-1"):
         SqlStateRepository(db).load_snapshot("num-1")
     assert approve(ex, "num-2", "employee", amount=1)
+
+
+@pytest.mark.parametrize("value", ["!!timestamp 2020-01-01", ".nan", "!!binary aGk="])
+def test_a_graph_whose_meta_json_cannot_hold_is_refused_naming_it(
+    db: sa.Engine, value: str
+) -> None:
+    from flow import FlowContext, FlowEngine, Graph
+    from flow.errors import GraphDefinitionError
+    from flow.workflow import ActorStateController
+    from flow_sqla.wiring import sql_workflow
+
+    graph = Graph.from_text(
+        f"""
+        id: typed-meta
+        layout:
+          - {{id: start, type: start, link: apply}}
+          - {{id: apply, meta: {{actor: employee, due: {value}}}, link: end}}
+          - {{id: end, type: end}}
+        """
+    )
+    wf = sql_workflow(db, FlowEngine(), state_controller=ActorStateController())
+    with pytest.raises(GraphDefinitionError, match="'typed-meta'"):
+        wf.claim_task(graph, FlowContext.of("tm-1", {"actor": "employee"}))
+    assert count_rows(db, "bpm_flow_repository", "tm-1") == 0
