@@ -143,11 +143,16 @@ class FlowContext:
         }
 
     def _encoded_data(self, encoder: codec.Encoder) -> dict[str, Any]:
-        """The encoded form of every entry a snapshot keeps (plain scalars skip the walk)."""
-        out: dict[str, Any] = {}
+        """The encoded form of every entry a snapshot keeps (plain scalars skip the walk).
+
+        ``instanceId`` is always the context's own id: a value put under that key (form data,
+        a script) must not make the snapshot restore as another instance."""
+        out: dict[str, Any] = {_ID_KEY: self.instance_id}
         fast_int = encoder.fast_int
         for key, value in self.data.items():
-            if key == _SELF_KEY or not isinstance(key, str) or codec.has_lone_surrogate(key):
+            if key in (_SELF_KEY, _ID_KEY) or not isinstance(key, str):
+                continue
+            if codec.has_lone_surrogate(key):
                 continue
             kind = type(value)
             if kind is str:

@@ -291,3 +291,13 @@ def test_snapshot_keeps_tagged_values() -> None:
     ctx = FlowContext.of("i").put("when", when).put("price", Decimal("9.99"))
     restored = FlowContext.from_json(ctx.to_json())
     assert (restored.get("when"), restored.get("price")) == (when, Decimal("9.99"))
+
+
+def test_a_snapshot_restores_as_its_own_instance_whatever_the_data_says() -> None:
+    from flow.context import FlowContext as Context
+
+    ctx = Context.of("attacker-1", {"amount": 5, "instanceId": "victim-42"})
+    assert ctx.instance_id == "attacker-1"
+    assert Context.from_json(ctx.to_json()).instance_id == "attacker-1"
+    ctx.put("instanceId", "victim-43")  # as a script could
+    assert Context.from_json(ctx.to_json()).instance_id == "attacker-1"
