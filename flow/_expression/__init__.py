@@ -21,7 +21,7 @@ import simpleeval as se
 
 from flow._expression import limits
 from flow._expression.compiler import Compiler, ScriptContext
-from flow._expression.limits import METER, ExpressionLimits, start_meter
+from flow._expression.limits import METER, ExpressionLimits, settle_meter, start_meter
 from flow._expression.parse import parse_text
 from flow.errors import ExpressionError
 
@@ -80,11 +80,13 @@ def _build_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
             raise _guard(text, exc) from None
 
     def metered_condition(data: Mapping[str, Any]) -> bool:
-        METER.left = limits.LIMITS.max_work  # start_meter(), inlined: this runs per evaluation
+        start = start_meter()
         try:
             return truth(root(data))
         except _GUARDED as exc:
             raise _guard(text, exc) from None
+        finally:
+            settle_meter(start)
 
     return metered_condition if metered else condition
 
@@ -102,12 +104,14 @@ def _build_script(text: str) -> Callable[[ScriptContext], None]:
             raise _guard(text, exc) from None
 
     def metered_script(ctx: ScriptContext) -> None:
-        METER.left = limits.LIMITS.max_work  # start_meter(), inlined: this runs per evaluation
+        start = start_meter()
         try:
             for statement in statements:
                 statement(ctx)
         except _GUARDED as exc:
             raise _guard(text, exc) from None
+        finally:
+            settle_meter(start)
 
     return metered_script if metered else script
 
@@ -120,8 +124,9 @@ _CACHES = (short_condition, long_condition, short_script, long_script)
 
 
 def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
-    """Build with a work budget of its own: folding constants runs operations now."""
-    start_meter()
+    """Build with a work budget of its own (never a walk's): folding constants runs
+    operations now."""
+    METER.left, METER.short = limits.LIMITS.max_work, False
     try:
         compiler = Compiler(text)
         return build(compiler), compiler.metered

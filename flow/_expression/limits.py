@@ -32,7 +32,9 @@ class ExpressionLimits:
     its syntax tree, ``max_length`` the characters of a string and the items of a container an
     expression builds, ``max_depth`` how deeply such a container nests, ``max_bits`` the size of
     an integer result and ``max_work`` the work units (roughly: items touched) one evaluation may
-    spend in operations whose cost grows with their inputs.
+    spend in operations whose cost grows with their inputs. ``max_walk_work`` bounds the units
+    all evaluations of one walk of a workflow operation spend together: a walk round a cycle
+    evaluates its conditions again at every lap, and its step budget counts nodes, not work.
     """
 
     max_text: int = 10_000
@@ -41,6 +43,7 @@ class ExpressionLimits:
     max_depth: int = 64
     max_bits: int = 100_000
     max_work: int = 1_000_000
+    max_walk_work: int = 10_000_000
 
     def __post_init__(self) -> None:
         for name in (
@@ -50,6 +53,7 @@ class ExpressionLimits:
             "max_depth",
             "max_bits",
             "max_work",
+            "max_walk_work",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -92,9 +96,13 @@ def too_many_bits() -> se.NumberTooHigh:
 
 
 class _Meter(threading.local):
-    """Work units left in the evaluation running on this thread."""
+    """Work units left in the evaluation running on this thread, and in the walk it is part
+    of (``walk_left`` ``None``: no walk budget, as outside a workflow operation)."""
 
     left: int = 0
+    walk_left: int | None = None
+    #: Whether the running evaluation started with less than ``max_work`` (the walk's rest).
+    short: bool = False
 
 
 METER = _Meter()
@@ -104,19 +112,53 @@ def charge(units: int) -> None:
     """Spend ``units`` of the running evaluation's work budget; raise when it is exhausted."""
     left = METER.left - units
     if left < 0:
+        if METER.short:
+            raise WorkLimitExceeded(
+                f"Sorry, the expressions of this walk did more than {LIMITS.max_walk_work} "
+                "units of work together (max_walk_work)"
+            )
         raise WorkLimitExceeded(
             f"Sorry, this expression does more than {LIMITS.max_work} units of work"
         )
     METER.left = left
 
 
-def start_meter() -> None:
-    """Give the evaluation starting on this thread a full budget.
+def start_meter() -> int:
+    """Give the evaluation starting on this thread a full budget — or, inside a walk, what
+    the walk has left if that is less — and return it (for :func:`settle_meter`).
 
     Not saved and restored: evaluations nest only when the application's own code, called from
     an expression, runs another one, and then the outer one goes on with what the inner left.
     """
-    METER.left = LIMITS.max_work
+    start = LIMITS.max_work
+    walk_left = METER.walk_left
+    METER.short = walk_left is not None and walk_left < start
+    if METER.short:
+        start = max(walk_left or 0, 0)
+    METER.left = start
+    return start
+
+
+def settle_meter(start: int) -> None:
+    """Charge what the evaluation that began with ``start`` units spent to its walk."""
+    walk_left = METER.walk_left
+    if walk_left is not None:
+        METER.walk_left = walk_left - (start - max(METER.left, 0))
+
+
+class WalkBudget:
+    """The expressions evaluated inside share ``max_walk_work`` units (one workflow walk);
+    nested, the outer budget holds."""
+
+    __slots__ = ("_outer",)
+
+    def __enter__(self) -> None:
+        self._outer = METER.walk_left
+        if self._outer is None:
+            METER.walk_left = LIMITS.max_walk_work
+
+    def __exit__(self, *exc: object) -> None:
+        METER.walk_left = self._outer
 
 
 # -- weighing values -----------------------------------------------------------------------

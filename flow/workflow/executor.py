@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from flow._expression.limits import WalkBudget
 from flow._walk import call_task
 from flow.context import FlowContext
 from flow.exchanger import FlowExchanger
@@ -505,7 +506,9 @@ class WorkflowExecutor:
         (``max_steps`` -1: the executor's budget)."""
         intent = WorkflowIntent(graph, kind)
         steps = self.max_steps if max_steps == -1 else max_steps
-        with ctx.scoped(INTENT_KEY, intent):
+        # The walk's expressions share one work budget: round a cycle, its conditions run
+        # again at every lap, and the step budget counts nodes, not work.
+        with ctx.scoped(INTENT_KEY, intent), WalkBudget():
             exchanger = FlowExchanger(
                 graph, self.engine, driver or self._driver(graph), ctx, max_steps=steps
             )

@@ -16,6 +16,8 @@ import pytest
 from wf_support import ListRecorder, load
 
 from flow import FlowContext, FlowEngine, FlowError, Graph, StepBudgetError
+from flow.errors import ExpressionError
+from flow.evaluation import SafeEvaluation
 from flow.workflow import (
     ActorStateController,
     InMemoryStateRepository,
@@ -217,3 +219,27 @@ def test_states_written_before_the_error_are_those_of_the_in_memory_repository()
     with pytest.raises(StepBudgetError):
         executor.claim_task("auto", FlowContext.of("x"))
     assert set(repo.states("x").values()) <= {TaskState.COMPLETED}
+
+
+HEAVY_CYCLE = """
+id: heavy
+layout:
+  - {id: s, type: start, link: a}
+  - {id: a, type: exclusive, link: [{nextId: b, when: '([1] * 20000).count(2) == 0'}]}
+  - {id: b, type: exclusive, link: [{nextId: a, when: '([1] * 20000).count(2) == 0'}]}
+"""
+
+
+def test_a_cycle_of_costly_conditions_ends_at_the_walks_work_budget() -> None:
+    """Each lap evaluates the conditions again, each within its own max_work; the step budget
+    counts nodes only (100,000 laps of these conditions took minutes holding the row lock).
+    The walk's expressions share max_walk_work, so the walk ends long before its steps do."""
+    from flow._expression.limits import METER
+
+    ex = WorkflowExecutor(FlowEngine(), ActorStateController(), InMemoryStateRepository())
+    with pytest.raises(ExpressionError, match="max_walk_work") as raised:
+        ex.claim_task(Graph.from_text(HEAVY_CYCLE, strict=True), FlowContext.of("hc-1", {}))
+    assert raised.value.instance_id == "hc-1"
+    assert METER.walk_left is None  # the budget ends with the walk
+    # Outside a walk a condition keeps its own budget only: the same text still evaluates.
+    assert SafeEvaluation().run_condition(FlowContext.of("hc-2"), "([1] * 20000).count(2) == 0")
