@@ -81,6 +81,12 @@ _STATES: dict[int, TaskState] = {state.value: state for state in TaskState}
 KNOWN_ROWS_CAPACITY = 100_000
 #: Graph documents kept for the flush that stores an instance's graph.
 GRAPH_DOCS_CAPACITY = 256
+#: UTF-8 bytes of the graph document stored with each new instance: under MariaDB/MySQL's
+#: default ``max_allowed_packet`` (16 MiB) with room for the rest of the row. A small YAML file
+#: whose aliases repeat large parts can expand far beyond its own size.
+MAX_GRAPH_DOC_BYTES = 4 << 20
+#: Larger documents are encoded again for each new instance instead of being kept.
+GRAPH_DOC_KEPT_BYTES = 256 << 10
 #: Rows kept across operations in ``cache="process"`` mode.
 PROCESS_CACHE_CAPACITY = 10_000
 
@@ -712,7 +718,15 @@ class SqlStateRepository:
                 f"value JSON has no form for ({exc})",
                 graph_id=graph.id,
             ) from exc
-        self._graph_docs[id(graph)] = (graph, doc)
+        if len(doc) * 4 > MAX_GRAPH_DOC_BYTES and len(doc.encode()) > MAX_GRAPH_DOC_BYTES:
+            raise GraphDefinitionError(
+                f"Graph {graph.id!r} cannot be stored with its instances: its document is "
+                f"{len(doc.encode())} bytes of JSON, more than "
+                f"flow_sqla.repository.MAX_GRAPH_DOC_BYTES ({MAX_GRAPH_DOC_BYTES})",
+                graph_id=graph.id,
+            )
+        if len(doc) <= GRAPH_DOC_KEPT_BYTES:
+            self._graph_docs[id(graph)] = (graph, doc)
         return doc
 
     def _who(self, ctx: FlowContext) -> str:

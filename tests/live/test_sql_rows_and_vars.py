@@ -175,3 +175,27 @@ def test_a_graph_whose_meta_json_cannot_hold_is_refused_naming_it(
     with pytest.raises(GraphDefinitionError, match="'typed-meta'"):
         wf.claim_task(graph, FlowContext.of("tm-1", {"actor": "employee"}))
     assert count_rows(db, "bpm_flow_repository", "tm-1") == 0
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_graph_document_that_aliases_expand_past_the_limit_is_refused(db: sa.Engine) -> None:
+    """About 250 KB of YAML that repeats one long list through an alias would store some
+    77 MB of JSON with every instance."""
+    from flow import FlowContext, FlowEngine, Graph
+    from flow.errors import GraphDefinitionError
+    from flow.workflow import ActorStateController
+    from flow_sqla.wiring import sql_workflow
+
+    count = 990
+    ids = [f"{i:04d}" + "x" * 60 for i in range(count)]
+    hubs = [f"h{i:04d}" + "y" * 59 for i in range(count)]
+    text = (
+        f"id: amp\nx: &L [{','.join(ids)}]\nlayout:\n  - {{id: s, type: start, link: {hubs[0]}}}\n"
+        + "".join(f"  - {{id: {h}, type: exclusive, link: *L}}\n" for h in hubs)
+        + "".join(f"  - {{id: {i}, link: act}}\n" for i in ids)
+        + "  - {id: act, meta: {actor: employee}}\n"
+    )
+    wf = sql_workflow(db, FlowEngine(), state_controller=ActorStateController())
+    with pytest.raises(GraphDefinitionError, match=r"'amp'.*MAX_GRAPH_DOC_BYTES"):
+        wf.claim_task(Graph.from_text(text), FlowContext.of("amp-1", {"actor": "employee"}))
+    assert count_rows(db, "bpm_flow_repository", "amp-1") == 0
