@@ -10,7 +10,8 @@ columns hold the same shape. Three kinds of entries:
   ``FlowContext.to_json`` leaves them out.
 * **stored through** :mod:`flow.codec`: JSON scalars, lists, tuples, string-keyed dicts,
   ``datetime``/``date``/``time``, ``Decimal``, ``UUID`` and enum members (stored as their value).
-* **rejected**: data the codec cannot represent — ``bytes``, sets, ``NaN``/``inf``, dicts with
+* **rejected**: data the codec cannot represent — ``bytes``, sets, ``timedelta``, numbers
+  other than ``int``/``float``/``Decimal`` (``complex``, ``Fraction``), ``NaN``/``inf``, dicts with
   non-string keys, text with lone surrogates, containers holding anything unrepresentable —
   and data past the codec's limits (nesting depth and cycles, integer digits, document size).
   Such a value raises :class:`~flow.errors.ContextValueError` (a ``SnapshotError``) naming the
@@ -21,9 +22,10 @@ columns hold the same shape. Three kinds of entries:
 from __future__ import annotations
 
 import enum
+import numbers
 import re
 from collections.abc import Iterable, Mapping
-from datetime import date, time
+from datetime import date, time, timedelta
 from decimal import Decimal
 from typing import Any
 from uuid import UUID
@@ -74,6 +76,11 @@ _DATA_TYPES: tuple[type, ...] = (
     Decimal,
     UUID,
     enum.Enum,
+    # Values of business data the codec has no form for: refused like bytes or sets, never
+    # left out as an opaque object would be (a stored ``waited = decided - submitted`` read
+    # back as null and routed the next request another way).
+    timedelta,
+    numbers.Number,  # complex, Fraction, other numeric types
 )
 
 

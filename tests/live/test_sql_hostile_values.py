@@ -9,8 +9,9 @@ stored JSON nested too deeply to parse, are read or refused with ``SnapshotError
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -102,6 +103,11 @@ BAD_VALUES: list[Any] = [
     float("nan"),
     [float("inf")],
     "x" * 1_100_000,
+    # Data the codec has no form for, at the top level too (it was left out, like a service
+    # object, and read back as null).
+    timedelta(days=3),
+    complex(1, 2),
+    Fraction(1, 3),
 ]
 
 
