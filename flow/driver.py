@@ -96,6 +96,12 @@ class SimpleFlowDriver(FlowDriver):
         task = node.task
         if task is None:
             return
+        if isinstance(task, str) and task.strip() in ("#", "@"):
+            raise GraphDefinitionError(
+                f"Node {node.id!r} of graph {node.graph.id!r}: task {task!r} names no "
+                "sub-graph or component",
+                graph_id=node.graph.id,
+            )
         try:
             if not isinstance(task, str):
                 _run(task, exchanger.context, node)

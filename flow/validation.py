@@ -55,6 +55,7 @@ def validate_graph(graph: Graph) -> list[Problem]:
         *_duplicate_ids(graph),
         *_dangling_links(graph),
         *_expressions(graph),
+        *_empty_references(graph),
         *_loop_sources(graph),
         *_unknown_types(graph),
         *_exclusive_defaults(graph),
@@ -106,6 +107,19 @@ def _expressions(graph: Graph) -> Iterator[Problem]:
         for link in node._links:
             if _is_expression(link.when, ("@",)):
                 yield from _parse(check_condition, link.when, node.id, "link condition", link)
+
+
+def _empty_references(graph: Graph) -> Iterator[Problem]:
+    """A ``#`` or ``@`` with nothing after it names no sub-graph or component: it can only
+    fail when the node runs."""
+    for node in graph.nodes.values():
+        if isinstance(node.task, str) and node.task.strip() in ("#", "@"):
+            yield _error(node.id, f"task {node.task!r} names no sub-graph or component")
+        if isinstance(node.when, str) and node.when.strip() == "@":
+            yield _error(node.id, "condition '@' names no component")
+        for link in node._links:
+            if isinstance(link.when, str) and link.when.strip() == "@":
+                yield _error(node.id, "link condition '@' names no component", link)
 
 
 def _meta_script(node: Node) -> Iterator[Problem]:

@@ -173,3 +173,26 @@ def test_failing_node_when_names_the_node_and_the_cause() -> None:
     assert str(error) == (
         f"The condition handle failed: g / amount >= 1000 (at node 'a', {_COMPARE})"
     )
+
+
+@pytest.mark.parametrize("task", ["#", "@", " # "])
+def test_a_task_naming_no_sub_graph_or_component_is_refused_by_validate_and_at_run_time(
+    task: str,
+) -> None:
+    from flow.errors import GraphDefinitionError
+
+    text = f"""
+    id: empty-ref
+    layout:
+      - {{id: s, type: start, link: a}}
+      - {{id: a, task: "{task}", link: e}}
+      - {{id: e, type: end}}
+    """
+    graph = Graph.from_text(text)
+    assert [p.node_id for p in graph.validate() if p.severity == "error"] == ["a"]
+    with pytest.raises(GraphDefinitionError):
+        Graph.from_text(text, strict=True)
+    engine = FlowEngine()
+    engine.load(graph)
+    with pytest.raises(GraphDefinitionError, match="Node 'a' of graph 'empty-ref'"):
+        engine.eval("empty-ref", FlowContext.of("i-1"))
