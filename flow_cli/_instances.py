@@ -203,7 +203,13 @@ def run_indexed_instances(args: argparse.Namespace) -> int:
 def run_recent_instances(args: argparse.Namespace) -> int:
     from flow import codec
     from flow.workflow import InstanceStatus
-    from flow_cli._session import Session, bare_graph_id, graph_from_json, standing_of
+    from flow_cli._session import (
+        Session,
+        bare_graph_id,
+        graph_from_json,
+        json_cell,
+        standing_of,
+    )
     from flow_sqla._vars import ALWAYS_EXCLUDED, DEFAULT_IDENTITY_KEYS
 
     never_read = ALWAYS_EXCLUDED | DEFAULT_IDENTITY_KEYS
@@ -215,26 +221,29 @@ def run_recent_instances(args: argparse.Namespace) -> int:
         return 0
     table = []
     for row in rows:
-        instance_id = row["instant_id"]
-        bare = bare_graph_id(row["graph"])
+        instance_id, updated = row["instant_id"], when(row["update_time"])
+        try:
+            stored_graph = json_cell(row["graph"], graph=True)
+        except ValueError as exc:  # one broken row must not hide the others
+            table.append((instance_id, "?", f"unreadable: {one_line(exc)}", updated))
+            continue
+        bare = bare_graph_id(stored_graph)
         if bare is not None:  # the Go plugin may store only the id: no graph to walk
-            table.append((instance_id, bare, "(graph not stored)", when(row["update_time"])))
+            table.append((instance_id, bare, "(graph not stored)", updated))
             continue
         code = row.get("status")
         if code == InstanceStatus.WITHDRAWN:  # the states alone read "terminated"
-            table.append(
-                (instance_id, _graph_id(row["graph"]), "withdrawn", when(row["update_time"]))
-            )
+            table.append((instance_id, _graph_id(stored_graph), "withdrawn", updated))
             continue
         try:
-            graph = graph_from_json(row["graph"], instance_id)
-            stored = codec.decode(row["vars"] or {})
+            graph = graph_from_json(stored_graph, instance_id)
+            stored = codec.decode(json_cell(row["vars"]) or {})
             data = {k: v for k, v in stored.items() if k not in never_read}
-            where = standing_of(graph, row["states"] or {}, data).describe()
+            where = standing_of(graph, json_cell(row["states"]) or {}, data).describe()
             graph_id = graph.id
         except Exception as exc:  # one broken row must not hide the others
             where, graph_id = f"unreadable: {one_line(exc)}", "?"
-        table.append((instance_id, graph_id, where, when(row["update_time"])))
+        table.append((instance_id, graph_id, where, updated))
     print(format_table(("instance", "graph", "current tasks", "updated (UTC)"), table, max_cell=60))
     return 0
 

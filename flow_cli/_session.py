@@ -306,11 +306,17 @@ class Session:
 
     def rows(self, limit: int) -> list[Mapping[str, Any]]:
         """The newest ``limit`` instance rows (id, graph, states, vars, update_time, and the
-        status when the database keeps the task index)."""
+        status when the database keeps the task index). The JSON columns come as the driver
+        gives them — text, or decoded by psycopg — for :func:`json_cell` to decode row by row:
+        a row holding text that is not JSON must not fail the whole fetch."""
         import sqlalchemy as sa
 
         t = self.tables.repository
-        columns = [t.c.instant_id, t.c.graph, t.c.states, t.c.vars, t.c.update_time]
+        columns: list[Any] = [
+            t.c.instant_id,
+            *(sa.type_coerce(t.c[name], sa.Text()).label(name) for name in JSON_CELLS),
+            t.c.update_time,
+        ]
         if self.indexed:
             columns.append(t.c.status)
         query = sa.select(*columns).order_by(t.c.update_time.desc(), t.c.id.desc()).limit(limit)
@@ -481,6 +487,23 @@ def graph_from_json(data: Any, instance_id: str) -> Graph:
         return Graph.from_dict(data)
     except GraphDefinitionError as exc:
         raise CliError(f"instance {instance_id!r}: its stored graph is broken: {exc}") from exc
+
+
+#: The JSON columns :meth:`Session.rows` leaves undecoded.
+JSON_CELLS = ("graph", "states", "vars")
+
+
+def json_cell(raw: Any, *, graph: bool = False) -> Any:
+    """A JSON column's value from :meth:`Session.rows`: decoded from text (``ValueError``
+    when it is not JSON), as is when the driver decoded it. ``graph``: a text that is not
+    JSON at all is the graph's bare id, as the Go plugin may store it."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        return raw
+    if graph and not raw.lstrip().startswith(("{", '"', "[")):
+        return raw
+    return json.loads(raw)
 
 
 def bare_graph_id(data: Any) -> str | None:

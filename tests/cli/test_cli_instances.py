@@ -188,3 +188,26 @@ def test_one_line_results_escape_control_characters(flow: Flow, migrated: str) -
     for result in (claimed, submitted):
         assert result.code == 0, result.err
         assert "\x1b" not in result.out and "\t" not in result.out
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("column", ["states", "graph", "vars"])
+def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
+    flow: Flow, migrated: str, column: str
+) -> None:
+    import sqlalchemy as sa
+
+    start(flow, migrated, "good-1", 300)
+    start(flow, migrated, "bad-1", 300)
+    engine = sa.create_engine(migrated)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'bad-1'"),
+            {"v": "{nope"},
+        )
+    engine.dispose()
+    result = flow("instances", "--db", migrated)
+    assert result.code == 0, result.err
+    lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
+    assert "apply (Apply, for employee)" in lines["good-1"]
+    assert "unreadable" in lines["bad-1"]
