@@ -539,6 +539,28 @@ def is_conflict(orig: BaseException) -> bool:
     return _mysql_lock_conflict(orig)
 
 
+#: "No such table/column": SQLite's messages, PostgreSQL's SQLSTATEs, MySQL/MariaDB's numbers.
+_SQLITE_MISSING_MESSAGES = ("no such table", "no such column")
+_PG_MISSING_SQLSTATES = frozenset({"42P01", "42703"})
+_MYSQL_MISSING_ERRORS = frozenset({1146, 1054})
+
+
+def is_missing_schema(orig: BaseException) -> bool:
+    """Whether the driver exception ``orig`` says a table or column does not exist — most
+    often tables never migrated, or older than the library (recognized by shape, as
+    :func:`is_conflict`)."""
+    if isinstance(orig, sqlite3.OperationalError):
+        return str(orig).startswith(_SQLITE_MISSING_MESSAGES)
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if code is not None:
+        return code in _PG_MISSING_SQLSTATES
+    errno = getattr(orig, "errno", None)
+    if not isinstance(errno, int):
+        args: tuple[Any, ...] = getattr(orig, "args", ())
+        errno = args[0] if args else None
+    return errno in _MYSQL_MISSING_ERRORS
+
+
 def _mysql_lock_conflict(orig: BaseException) -> bool:
     errno = getattr(orig, "errno", None)
     if isinstance(errno, int):

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, RootTransaction
 
 from flow.errors import FlowError
 from flow.workflow.errors import ConcurrentSubmitError
-from flow_sqla._dialect import DialectOps, is_conflict
+from flow_sqla._dialect import DialectOps, is_conflict, is_missing_schema
 from flow_sqla.errors import CommitOutcomeUnknownError, RepositoryError, UnstorableValueError
 
 
@@ -47,7 +47,17 @@ def translate(
         )
     if at_commit and _lost_connection(exc):
         return CommitOutcomeUnknownError(detail, instance_id=instance_id)
+    if is_missing_schema(orig):
+        return RepositoryError(f"Database error {detail}{_MIGRATE_HINT}", instance_id=instance_id)
     return RepositoryError(f"Database error {detail}", instance_id=instance_id)
+
+
+#: What a missing table or column most often means, for the error a newcomer meets first.
+_MIGRATE_HINT = (
+    " — if it is one of flow's tables, they are missing or older than this version: create or "
+    "upgrade them with flow_sqla.migrations.upgrade(engine), 'flow migrate' or 'alembic "
+    "upgrade head' (without the task index's revision, pass index=False)"
+)
 
 
 def _detail(orig: BaseException) -> str:

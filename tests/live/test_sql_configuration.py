@@ -71,3 +71,15 @@ def test_an_engine_made_from_a_url_leaves_no_stale_transaction_in_its_pool(
     assert repo.states("url-1")["oa:manager"] == 1002 != before.get("oa:manager")
     assert len(recorder.history("url-1")) == 2  # type: ignore[attr-defined]
     repo.engine.dispose()
+
+
+def test_tables_never_migrated_get_an_error_saying_how_to_create_them(engine: sa.Engine) -> None:
+    """The newcomer's first slip: the README's sql_workflow on a database nobody migrated."""
+    from flow import FlowContext
+
+    ex = executor(engine, index=True)
+    with pytest.raises(RepositoryError, match=r"flow_sqla\.migrations\.upgrade") as raised:
+        ex.claim_task("oa", FlowContext.of("m-1", {"actor": "employee", "amount": 1}))
+    assert raised.value.instance_id == "m-1"
+    with pytest.raises(RepositoryError, match="flow migrate"):
+        ex.inbox(FlowContext.of(None, {"actor": "employee"}))
