@@ -335,6 +335,13 @@ class DialectOps:
         self.json_as_text: bool = self.name != "postgresql"
         if index:  # the task index's columns come with the row lock (no extra statement)
             self._lock_columns += [table.c[name] for name in INDEX_COLUMNS]
+        #: Whether the locking read also returns the row's own id, last: on MySQL/MariaDB a
+        #: table the migrations never made exact (created by the Go plugin, say) compares ids
+        #: by a case-insensitive, space-padded collation, and ``WHERE instant_id = 'inv-7 '``
+        #: locks and returns the row of ``'Inv-7'`` — another instance (see check_same_id).
+        self.reads_back_id: bool = self.name == "mysql"
+        if self.reads_back_id:
+            self._lock_columns.append(table.c.instant_id)
         # How the task index's writes fold into the instance row's UPDATE (one round trip
         # instead of up to four): see TodoTable.merged. SQLite has no round trips to save.
         self.index_merge: IndexMerge | None = {

@@ -217,6 +217,24 @@ class UnstorableGraphError(GraphDefinitionError):
         )
 
 
+class IdCollationError(RepositoryError):
+    """The instance table answered an id with the row of another one: its ``instant_id``
+    column compares ids ignoring case or trailing spaces (MySQL/MariaDB tables the
+    migrations did not create — the Go plugin's own DDL — or not upgraded to ``flow0003``).
+    Raised at the locking read, before anything is written, so two instances are never
+    merged into one row. ``found`` is the id of the row the table returned."""
+
+    def __init__(self, instance_id: str, found: str, table: str) -> None:
+        self.found = found
+        super().__init__(
+            f"Table {table!r} returned the row of instance {_preview(found)} for this id: its "
+            "instant_id column compares ids ignoring case or trailing spaces, so two "
+            "instances would share one row; nothing was written. Make the ids exact with "
+            "'flow migrate' or flow_sqla.migrations.upgrade(engine) (revision flow0003)",
+            instance_id=instance_id,
+        )
+
+
 def _preview(value: str, limit: int = 80) -> str:
     """``repr`` of ``value`` cut to ``limit`` characters: error messages stay readable when
     the value is the problem (a 10 MB message)."""
@@ -227,6 +245,7 @@ def _preview(value: str, limit: int = 80) -> str:
 __all__ = [
     "ColumnDifference",
     "CommitOutcomeUnknownError",
+    "IdCollationError",
     "InvalidArgumentError",
     "InvalidIdentifierError",
     "MigrationLockError",

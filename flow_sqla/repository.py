@@ -23,7 +23,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from flow.codec import CodecLimits
 from flow.context import FlowContext
-from flow.errors import GraphDefinitionError, SnapshotError
+from flow.errors import SnapshotError
 from flow.graph import Graph, Node
 from flow.workflow.aggregate import (
     IndexRead,
@@ -60,7 +60,13 @@ from flow_sqla._rows import (
 from flow_sqla._todo import TodoChanges, TodoTable, check_candidates
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
-from flow_sqla.errors import AutocommitError, RepositoryError, StaleCacheError
+from flow_sqla.errors import (
+    AutocommitError,
+    IdCollationError,
+    RepositoryError,
+    StaleCacheError,
+    UnstorableGraphError,
+)
 from flow_sqla.tables import FlowTables
 
 if TYPE_CHECKING:
@@ -502,6 +508,8 @@ class SqlStateRepository:
             raise _not_json(instance_id, exc) from exc
         if row is None:
             return None
+        if self._dialect.reads_back_id and row[-1] != instance_id:
+            raise IdCollationError(instance_id, str(row[-1]), self.tables.repository.fullname)
         states, variables, graph = row[:3]
         if self._dialect.json_as_text:
             states = _json_value(instance_id, states)
@@ -713,18 +721,14 @@ class SqlStateRepository:
             doc = json_dumps(graph.to_dict())
         except (TypeError, ValueError) as exc:
             # YAML's own types (!!timestamp, !!binary, !!set) or a NaN kept in a node's meta.
-            raise GraphDefinitionError(
-                f"Graph {graph.id!r} cannot be stored with its instances: its meta holds a "
-                f"value JSON has no form for ({exc})",
-                graph_id=graph.id,
-            ) from exc
+            problem = f"its meta holds a value JSON has no form for ({exc})"
+            raise UnstorableGraphError(graph.id, [problem]) from exc
         if len(doc) * 4 > MAX_GRAPH_DOC_BYTES and len(doc.encode()) > MAX_GRAPH_DOC_BYTES:
-            raise GraphDefinitionError(
-                f"Graph {graph.id!r} cannot be stored with its instances: its document is "
-                f"{len(doc.encode())} bytes of JSON, more than "
-                f"flow_sqla.repository.MAX_GRAPH_DOC_BYTES ({MAX_GRAPH_DOC_BYTES})",
-                graph_id=graph.id,
+            problem = (
+                f"its document is {len(doc.encode())} bytes of JSON, more than "
+                f"flow_sqla.repository.MAX_GRAPH_DOC_BYTES ({MAX_GRAPH_DOC_BYTES})"
             )
+            raise UnstorableGraphError(graph.id, [problem])
         if len(doc) <= GRAPH_DOC_KEPT_BYTES:
             self._graph_docs[id(graph)] = (graph, doc)
         return doc

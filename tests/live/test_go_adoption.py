@@ -441,3 +441,29 @@ def test_a_real_recipe_b_setup_is_recognised_by_flow_migrate_and_alembic(
         assert _versions(engine, "flow_alembic_version") is None
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+@pytest.mark.parametrize("other_id", ["inv-7", "INV-7", "Inv-7 "])
+def test_tables_the_migrations_never_made_exact_refuse_to_merge_two_ids(
+    engine: sa.Engine, other_id: str
+) -> None:
+    """The Go plugin's own DDL compares ids by the server's default collation: before
+    'flow migrate', an operation on 'inv-7' found 'Inv-7''s row and wrote into it."""
+    from _support import ctx, executor
+
+    from flow_sqla import IdCollationError
+
+    create_go_tables(engine)
+    go_state_put(engine, "Inv-7", {"oa:apply": 1002}, "emp", graph="oa", vars={"amount": 10})
+    states = sa.text("SELECT instant_id, states, vars FROM bpm_flow_repository")
+    with engine.connect() as conn:
+        before = [_snapshot(engine), conn.execute(states).all()]
+    ex = executor(engine, index=False)
+    with pytest.raises(IdCollationError, match="flow migrate") as raised:
+        ex.claim_task("oa", ctx(other_id, "employee", amount=1))
+    assert (raised.value.instance_id, raised.value.found) == (other_id, "Inv-7")
+    with engine.connect() as conn:
+        assert [_snapshot(engine), conn.execute(states).all()] == before
+    upgrade(engine)  # exact ids from flow0003 on: a distinct instance
+    assert ex.claim_task("oa", ctx(other_id, "employee", amount=1)) is not None
