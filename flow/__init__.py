@@ -29,10 +29,10 @@ from flow.node_type import NodeType
 from flow.spec import GraphSpec, LinkSpec, NodeSpec
 from flow.stepper import parse_range
 from flow.trace import FlowTrace, NodeRecord
+from flow.validation import Problem  # what Graph.validate() returns (api.md lists it here)
 
-# NOT exported here, on purpose:
-# - `Problem` lives in `flow.validation` (import it from there; `Graph.validate()` returns it).
-# - The workflow names (TaskState, WorkflowExecutor, ...) live in the `flow.workflow` package.
+# NOT exported here, on purpose: the workflow names (TaskState, WorkflowExecutor, ...) live in
+# the `flow.workflow` package.
 
 __all__ = [
     "CodecLimits",
@@ -64,6 +64,7 @@ __all__ = [
     "NodeSpec",
     "NodeType",
     "NonSerializable",
+    "Problem",
     "ReadOnlyGraphError",
     "SafeEvaluation",
     "SimpleFlowDriver",

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from flow_sqla._dialect import json_dumps
+from flow_sqla.errors import RepositoryError
 
 
 def engine_for(bind: Engine | str) -> Engine:
@@ -19,7 +20,20 @@ def engine_for(bind: Engine | str) -> Engine:
     """
     if isinstance(bind, Engine):
         return bind
-    return sa.create_engine(bind, json_serializer=json_dumps, pool_reset_on_return=None)
+    try:
+        return sa.create_engine(bind, json_serializer=json_dumps, pool_reset_on_return=None)
+    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as exc:
+        # Not a URL, an unknown dialect, a bad query argument: a library error, not SQLAlchemy's.
+        raise RepositoryError(f"Cannot create a database engine for {_shown(bind)}: {exc}") from exc
+
+
+def _shown(url: object) -> str:
+    """The URL with its password hidden (SQLAlchemy's own rendering), or as given."""
+    try:
+        return repr(sa.engine.make_url(url).render_as_string(hide_password=True))  # type: ignore[arg-type]
+    except Exception:  # not parseable: show what was given, cut
+        text = repr(url)
+        return text if len(text) <= 80 else text[:75] + "..."
 
 
 __all__ = ["engine_for"]

@@ -83,3 +83,10 @@ def test_tables_never_migrated_get_an_error_saying_how_to_create_them(engine: sa
     assert raised.value.instance_id == "m-1"
     with pytest.raises(RepositoryError, match="flow migrate"):
         ex.inbox(FlowContext.of(None, {"actor": "employee"}))
+
+
+@pytest.mark.parametrize("url", ["nonsense", "nodialect://u:secret@h/db"])
+def test_a_url_no_engine_can_be_made_from_is_a_repository_error(url: str) -> None:
+    with pytest.raises(RepositoryError, match="Cannot create a database engine") as raised:
+        sql_workflow(url, flow_engine())
+    assert "secret" not in str(raised.value)

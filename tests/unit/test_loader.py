@@ -353,3 +353,12 @@ layout:
     )
     assert [link.next_id for link in graph.nodes["s3"].next_links] == ["s3_1", "s3_2"]
     assert graph.nodes["s3"].next_links[1].when == '"type1".equals(dataType)'
+
+
+def test_the_problems_validate_returns_are_importable_from_flow() -> None:
+    """api.md lists ``Problem`` under ``flow``: importable from the package named there."""
+    import flow
+
+    problems = Graph.from_text("id: p\nlayout:\n  - {id: a, link: missing}\n").validate()
+    assert problems and all(isinstance(p, flow.Problem) for p in problems)
+    assert "Problem" in flow.__all__
