@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flow.context import FlowContext
@@ -162,6 +163,14 @@ class Session:
                     f"or give --db URL (or set {ENV_VAR})"
                 )
             DEMO_DIR.mkdir(parents=True, exist_ok=True)
+        missing = _missing_sqlite_file(url)
+        if missing is not None and not migrate:
+            # Connecting would create an empty file, and the command would then only say
+            # that it has no tables.
+            raise CliError(
+                f"no database at {missing}: the file does not exist; create it with "
+                f"'flow migrate --db {shown(url)}'"
+            )
         names = table_names()
         engine = open_engine(url)
         try:
@@ -504,6 +513,24 @@ def json_cell(raw: Any, *, graph: bool = False) -> Any:
     if graph and not raw.lstrip().startswith(("{", '"', "[")):
         return raw
     return json.loads(raw)
+
+
+def _missing_sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL when it does not exist (``None`` for other URLs, in-memory
+    databases and files that exist)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # open_engine reports an unparseable URL
+        return None
+    database = parsed.database
+    if not parsed.drivername.startswith("sqlite") or not database or database == ":memory:":
+        return None
+    if database.startswith("file:") or parsed.query.get("mode") == "memory":
+        return None
+    path = Path(database)
+    return None if path.exists() else path
 
 
 def bare_graph_id(data: Any) -> str | None:

@@ -4,6 +4,7 @@ and the one-line errors a user gets when something is wrong."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from cli_support import REPO, Flow, single_error_line
@@ -126,15 +127,33 @@ def test_bad_action_lists_the_valid_ones(flow: Flow) -> None:
 
 
 @pytest.mark.parametrize(
-    "url",
-    ["mysql+pymysql://nobody@127.0.0.1:1/x", "sqlite:////nonexistent/directory/flow.sqlite"],
+    ("url", "says"),
+    [
+        ("mysql+pymysql://nobody@127.0.0.1:1/x", "cannot connect to "),
+        ("sqlite:////nonexistent/directory/flow.sqlite", "no database at "),
+    ],
 )
-def test_unreachable_database_is_one_line(flow: Flow, url: str) -> None:
+def test_unreachable_database_is_one_line(flow: Flow, url: str, says: str) -> None:
     line = single_error_line(flow("instances", "--db", url))
-    assert line.startswith("flow: error: cannot connect to ")
+    assert line.startswith(f"flow: error: {says}")
+
+
+def test_a_read_of_a_sqlite_file_that_does_not_exist_creates_no_file(
+    flow: Flow, tmp_path: Path
+) -> None:
+    missing = tmp_path / "typo.sqlite"
+    for command in (("instances",), ("inbox", "--actor", "a"), ("history", "x")):
+        line = single_error_line(flow(*command, "--db", f"sqlite:///{missing}"))
+        assert f"no database at {missing}" in line and "flow migrate" in line
+    assert not missing.exists()
 
 
 def test_a_database_without_tables_says_how_to_create_them(flow: Flow, db_url: str) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    engine.connect().close()  # an empty SQLite file exists
+    engine.dispose()
     line = single_error_line(flow("history", "x", "--db", db_url))
     assert "has no flow tables yet" in line and "flow migrate" in line
 
