@@ -996,15 +996,13 @@ def test_an_unreadable_stored_index_is_a_typed_error_and_a_full_reindex_rebuilds
     before = _index_rows(db)
     # Another writer damages the row's index and leaves a todo row no task has.
     _set_row(db, "ix-bad", **damage)
+    stale = sa.text(
+        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
+        "candidate, lineage, create_time) VALUES ('ix-bad', 'oa', 'stale', 'Stale', "
+        "1001, 'actor:manager', '[]', :t)"
+    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
     with db.begin() as conn:
-        conn.execute(
-            sa.text(
-                "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
-                "candidate, lineage, create_time) VALUES ('ix-bad', 'oa', 'stale', 'Stale', "
-                "1001, 'actor:manager', '[]', :t)"
-            ),
-            {"t": datetime(2020, 1, 1)},
-        )
+        conn.execute(stale, {"t": datetime(2020, 1, 1)})
     if "status" in damage:
         with pytest.raises(SnapshotError, match="'ix-bad'"):
             ex.status("ix-bad")
