@@ -339,7 +339,7 @@ class DialectOps:
         #: table the migrations never made exact (created by the Go plugin, say) compares ids
         #: by a case-insensitive, space-padded collation, and ``WHERE instant_id = 'inv-7 '``
         #: locks and returns the row of ``'Inv-7'`` — another instance (see check_same_id).
-        self.reads_back_id: bool = self.name == "mysql"
+        self.reads_back_id: bool = self._mysql_family
         if self.reads_back_id:
             self._lock_columns.append(table.c.instant_id)
         # How the task index's writes fold into the instance row's UPDATE (one round trip
@@ -488,6 +488,18 @@ class DialectOps:
         if row_known:
             return [select]
         return [self.ensure_row(row_if_absent), select]
+
+    def time_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        """A time column as ISO 8601 text whatever the session's settings — PostgreSQL's
+        text follows its ``DateStyle`` (``02/01/2024 03:04:05`` under ``SQL, DMY``), so
+        ``to_char`` there, and ``'infinity'`` for an infinite time, which no driver reads as
+        a ``datetime``; MySQL/MariaDB's ``CAST AS CHAR`` is ISO; SQLite's the stored text."""
+        if self.name == "postgresql":
+            iso = sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
+            return sa.case((sa.func.isfinite(column), iso), else_=sa.cast(column, sa.Text()))
+        if self.name == "sqlite":
+            return sa.type_coerce(column, sa.Text())
+        return sa.cast(column, sa.Text())
 
     def plain_read(self, instance_id: str) -> Executable:
         """``SELECT`` of the instance row without a lock (cold cache reads, snapshots)."""

@@ -139,8 +139,8 @@ class _Batch:
             sa.type_coerce(r.c.graph, sa.Text()).label("graph"),
             sa.type_coerce(r.c.states, sa.Text()).label("states"),
             sa.type_coerce(r.c.open_tasks, sa.Text()).label("open_tasks"),
-            sa.cast(r.c.finish_time, sa.Text()).label("finish_time"),
-            sa.cast(r.c.update_time, sa.Text()).label("update_time"),
+            dialect.time_text(r.c.finish_time).label("finish_time"),
+            dialect.time_text(r.c.update_time).label("update_time"),
         ).order_by(r.c.id)
         # A stored index that does not read is derived data: cleared, then rebuilt.
         self._clear_index = (

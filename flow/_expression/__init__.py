@@ -80,13 +80,13 @@ def _build_condition(text: str) -> Callable[[Mapping[str, Any]], bool]:
             raise _guard(text, exc) from None
 
     def metered_condition(data: Mapping[str, Any]) -> bool:
-        start = start_meter()
+        saved = start_meter()
         try:
             return truth(root(data))
         except _GUARDED as exc:
             raise _guard(text, exc) from None
         finally:
-            settle_meter(start)
+            settle_meter(saved)
 
     return metered_condition if metered else condition
 
@@ -104,14 +104,14 @@ def _build_script(text: str) -> Callable[[ScriptContext], None]:
             raise _guard(text, exc) from None
 
     def metered_script(ctx: ScriptContext) -> None:
-        start = start_meter()
+        saved = start_meter()
         try:
             for statement in statements:
                 statement(ctx)
         except _GUARDED as exc:
             raise _guard(text, exc) from None
         finally:
-            settle_meter(start)
+            settle_meter(saved)
 
     return metered_script if metered else script
 
@@ -124,14 +124,18 @@ _CACHES = (short_condition, long_condition, short_script, long_script)
 
 
 def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
-    """Build with a work budget of its own (never a walk's): folding constants runs
-    operations now."""
+    """Build with a work budget of its own (never an operation's, and the meter of an
+    evaluation that compiles a text — application code called from an expression — is given
+    back): folding constants runs operations now."""
+    saved = METER.left, METER.short
     METER.left, METER.short = limits.LIMITS.max_work, False
     try:
         compiler = Compiler(text)
         return build(compiler), compiler.metered
     except RecursionError:
         raise ExpressionError("Expression is nested too deeply", expression=text) from None
+    finally:
+        METER.left, METER.short = saved
 
 
 def set_limits(new: ExpressionLimits) -> ExpressionLimits:

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import simpleeval as se
 
@@ -32,9 +32,10 @@ class ExpressionLimits:
     its syntax tree, ``max_length`` the characters of a string and the items of a container an
     expression builds, ``max_depth`` how deeply such a container nests, ``max_bits`` the size of
     an integer result and ``max_work`` the work units (roughly: items touched) one evaluation may
-    spend in operations whose cost grows with their inputs. ``max_walk_work`` bounds the units
-    all evaluations of one walk of a workflow operation spend together: a walk round a cycle
-    evaluates its conditions again at every lap, and its step budget counts nodes, not work.
+    spend in operations whose cost grows with their inputs. ``max_operation_work`` bounds the
+    units all evaluations of one workflow operation (claim, submit...: its walks together)
+    spend: a walk round a cycle evaluates its conditions again at every lap, and the step
+    budget counts nodes, not work.
     """
 
     max_text: int = 10_000
@@ -43,7 +44,7 @@ class ExpressionLimits:
     max_depth: int = 64
     max_bits: int = 100_000
     max_work: int = 1_000_000
-    max_walk_work: int = 10_000_000
+    max_operation_work: int = 10_000_000
 
     def __post_init__(self) -> None:
         for name in (
@@ -53,7 +54,7 @@ class ExpressionLimits:
             "max_depth",
             "max_bits",
             "max_work",
-            "max_walk_work",
+            "max_operation_work",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -96,12 +97,13 @@ def too_many_bits() -> se.NumberTooHigh:
 
 
 class _Meter(threading.local):
-    """Work units left in the evaluation running on this thread, and in the walk it is part
-    of (``walk_left`` ``None``: no walk budget, as outside a workflow operation)."""
+    """Work units left in the evaluation running on this thread, and in the workflow
+    operation it is part of (``operation_left`` ``None``: no operation budget, as in a plain
+    ``FlowEngine.eval``)."""
 
     left: int = 0
-    walk_left: int | None = None
-    #: Whether the running evaluation started with less than ``max_work`` (the walk's rest).
+    operation_left: int | None = None
+    #: Whether the running evaluation started with less than ``max_work`` (the operation's rest).
     short: bool = False
 
 
@@ -114,8 +116,8 @@ def charge(units: int) -> None:
     if left < 0:
         if METER.short:
             raise WorkLimitExceeded(
-                f"Sorry, the expressions of this walk did more than {LIMITS.max_walk_work} "
-                "units of work together (max_walk_work)"
+                "Sorry, the expressions of this operation did more than "
+                f"{LIMITS.max_operation_work} units of work together (max_operation_work)"
             )
         raise WorkLimitExceeded(
             f"Sorry, this expression does more than {LIMITS.max_work} units of work"
@@ -123,42 +125,57 @@ def charge(units: int) -> None:
     METER.left = left
 
 
-def start_meter() -> int:
-    """Give the evaluation starting on this thread a full budget — or, inside a walk, what
-    the walk has left if that is less — and return it (for :func:`settle_meter`).
+class _Saved(NamedTuple):
+    """What an evaluation found on the meter when it started (restored when it ends)."""
 
-    Not saved and restored: evaluations nest only when the application's own code, called from
-    an expression, runs another one, and then the outer one goes on with what the inner left.
+    start: int
+    left: int
+    short: bool
+
+
+def start_meter() -> _Saved:
+    """Give the evaluation starting on this thread a full budget — or, inside a workflow
+    operation, what the operation has left if that is less — and return what it replaced
+    (for :func:`settle_meter`).
+
+    An evaluation that application code, called from an expression, starts inside another
+    one has its own budget; when it ends, the outer one goes on with what it had left, and
+    the operation is charged each unit once.
     """
+    saved_left, saved_short = METER.left, METER.short
     start = LIMITS.max_work
-    walk_left = METER.walk_left
-    METER.short = walk_left is not None and walk_left < start
+    operation_left = METER.operation_left
+    METER.short = operation_left is not None and operation_left < start
     if METER.short:
-        start = max(walk_left or 0, 0)
+        start = max(operation_left or 0, 0)
     METER.left = start
-    return start
+    return _Saved(start, saved_left, saved_short)
 
 
-def settle_meter(start: int) -> None:
-    """Charge what the evaluation that began with ``start`` units spent to its walk."""
-    walk_left = METER.walk_left
-    if walk_left is not None:
-        METER.walk_left = walk_left - (start - max(METER.left, 0))
+def settle_meter(saved: _Saved) -> None:
+    """Charge what the evaluation begun by :func:`start_meter` spent to its operation, and
+    give the meter back to the evaluation it interrupted (if any)."""
+    operation_left = METER.operation_left
+    if operation_left is not None:
+        METER.operation_left = operation_left - (saved.start - max(METER.left, 0))
+    METER.left, METER.short = saved.left, saved.short
 
 
-class WalkBudget:
-    """The expressions evaluated inside share ``max_walk_work`` units (one workflow walk);
-    nested, the outer budget holds."""
+class OperationBudget:
+    """The expressions evaluated inside share ``max_operation_work`` units (one workflow
+    operation); nested (task code running another operation), the outer budget holds and is
+    charged what the inner one spends."""
 
-    __slots__ = ("_outer",)
+    __slots__ = ("_owner",)
 
     def __enter__(self) -> None:
-        self._outer = METER.walk_left
-        if self._outer is None:
-            METER.walk_left = LIMITS.max_walk_work
+        self._owner = METER.operation_left is None
+        if self._owner:
+            METER.operation_left = LIMITS.max_operation_work
 
     def __exit__(self, *exc: object) -> None:
-        METER.walk_left = self._outer
+        if self._owner:
+            METER.operation_left = None
 
 
 # -- weighing values -----------------------------------------------------------------------
@@ -175,14 +192,23 @@ CONTAINERS: tuple[type[Collection[Any]], ...] = (*_SEQUENCES, *_MAPPINGS, *_VIEW
 
 _FLAT = frozenset({int, float, bool, complex, type(None)})
 _STR = frozenset({str})
+_INT = frozenset({int})
 
 
-def weigh(value: Any, *, text: bool = False, within: Any = None, budget: int = 0) -> int:
+def weigh(
+    value: Any,
+    *,
+    text: bool = False,
+    compare: bool = False,
+    within: Any = None,
+    budget: int = 0,
+) -> int:
     """Size of ``value``: items of every container plus characters of every string in it.
 
     Shared references count each time they occur (``[s] * n`` weighs ``n * len(s)``), which
     bounds what printing or storing the value produces; each distinct container is walked once.
-    With ``text`` an integer counts its digits too (an estimate of the length of ``str(value)``).
+    With ``text`` an integer counts its digits too (an estimate of the length of ``str(value)``);
+    with ``compare`` a huge integer counts one unit per 512 bits (the cost of comparing it).
     Stops early once over ``budget`` (default ``max_length``); raises :class:`NestedTooDeeply`
     past ``max_depth`` levels, or when ``within`` — a container about to receive ``value`` — is
     reached: a value may not contain itself. Recursion is bounded by ``max_depth``.
@@ -190,17 +216,20 @@ def weigh(value: Any, *, text: bool = False, within: Any = None, budget: int = 0
     if isinstance(value, str | bytes):
         return len(value)
     if not isinstance(value, CONTAINERS):
+        if compare and type(value) is int:
+            return (value.bit_length() >> 9) + 1
         return _scalar_weight(value, text)
-    return _Walk(budget or LIMITS.max_length, text, within).weigh(value, 1)
+    return _Walk(budget or LIMITS.max_length, text, within, compare).weigh(value, 1)
 
 
 class _Walk:
-    __slots__ = ("limit", "max_depth", "memo", "open", "text", "within")
+    __slots__ = ("compare", "limit", "max_depth", "memo", "open", "text", "within")
 
-    def __init__(self, limit: int, text: bool, within: Any) -> None:
+    def __init__(self, limit: int, text: bool, within: Any, compare: bool = False) -> None:
         self.limit = limit
         self.max_depth = LIMITS.max_depth
         self.text = text
+        self.compare = compare
         self.within = within
         self.memo: dict[int, int] = {}
         self.open: set[int] = set()
@@ -227,10 +256,12 @@ class _Walk:
 
     def _items(self, items: Any, depth: int) -> int:
         kinds = set(map(type, items))
-        if kinds <= _FLAT and not (self.text and int in kinds):
+        if kinds <= _FLAT and not ((self.text or self.compare) and int in kinds):
             return 0
         if kinds == _STR:
             return sum(map(len, items))
+        if self.compare and kinds == _INT:  # one unit per 512 bits of the whole list
+            return sum(map(int.bit_length, items)) >> 9
         total = 0
         for item in items:
             if isinstance(item, str | bytes):
@@ -239,6 +270,8 @@ class _Walk:
                 total += self.weigh(item, depth + 1)
                 if total > self.limit:
                     break
+            elif self.compare and type(item) is int:
+                total += item.bit_length() >> 9
             elif self.text or type(item) is range:
                 total += _scalar_weight(item, self.text)
         return total

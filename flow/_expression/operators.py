@@ -73,7 +73,7 @@ def _compare_cost(value: Any) -> int:
     if isinstance(value, str | bytes):
         return (len(value) >> 4) + 1
     if isinstance(value, CONTAINERS):
-        return weigh(value, text=True)  # a huge integer in it costs its digits
+        return weigh(value, compare=True)  # a huge integer in it costs its size
     if isinstance(value, int):
         return (value.bit_length() >> 9) + 1
     return 1

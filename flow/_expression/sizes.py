@@ -158,7 +158,7 @@ def _container_method(
     elif name == "sort":
         charge(weigh(container) * max(len(container).bit_length(), 1))
     elif name in ("count", "index", "remove"):
-        # Each item is compared: a huge integer costs its digits, as a long string does.
-        charge(weigh(container, text=True))
+        # Each item is compared: a huge integer costs its size, as a long string does.
+        charge(weigh(container, compare=True))
     else:
         charge(len(container) + sum(len(a) for a in args if isinstance(a, CONTAINERS)))

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from flow._expression.limits import WalkBudget
+from flow._expression.limits import OperationBudget
 from flow._walk import call_task
 from flow.context import FlowContext
 from flow.exchanger import FlowExchanger
@@ -479,6 +479,11 @@ class WorkflowExecutor:
         Raises :class:`InvalidInstanceIdError` for ``""``, whitespace or a non-string id.
         """
         checked_instance_id(ctx.instance_id)
+        # The operation's expressions share one work budget (entered first, left last): round
+        # a cycle, conditions run again at every lap, and the step budget counts nodes only.
+        return _LockedUnitOfWork(OperationBudget(), self._serialized(ctx, lock=lock))
+
+    def _serialized(self, ctx: FlowContext, *, lock: bool) -> AbstractContextManager[None]:
         repository = self.state_repository
         unit_of_work = getattr(repository, "unit_of_work", None)
         if unit_of_work is None:
@@ -506,9 +511,7 @@ class WorkflowExecutor:
         (``max_steps`` -1: the executor's budget)."""
         intent = WorkflowIntent(graph, kind)
         steps = self.max_steps if max_steps == -1 else max_steps
-        # The walk's expressions share one work budget: round a cycle, its conditions run
-        # again at every lap, and the step budget counts nodes, not work.
-        with ctx.scoped(INTENT_KEY, intent), WalkBudget():
+        with ctx.scoped(INTENT_KEY, intent):
             exchanger = FlowExchanger(
                 graph, self.engine, driver or self._driver(graph), ctx, max_steps=steps
             )

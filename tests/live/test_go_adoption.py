@@ -444,16 +444,21 @@ def test_a_real_recipe_b_setup_is_recognised_by_flow_migrate_and_alembic(
 
 
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
-@pytest.mark.parametrize("other_id", ["inv-7", "INV-7", "Inv-7 "])
+@pytest.mark.parametrize(
+    ("other_id", "scheme"), [("inv-7", "mysql"), ("INV-7", "mysql"), ("Inv-7 ", "mariadb")]
+)
 def test_tables_the_migrations_never_made_exact_refuse_to_merge_two_ids(
-    engine: sa.Engine, other_id: str
+    engine: sa.Engine, other_id: str, scheme: str
 ) -> None:
     """The Go plugin's own DDL compares ids by the server's default collation: before
-    'flow migrate', an operation on 'inv-7' found 'Inv-7''s row and wrote into it."""
+    'flow migrate', an operation on 'inv-7' found 'Inv-7''s row and wrote into it (with a
+    ``mariadb+`` URL too, whose dialect is named "mariadb")."""
     from _support import ctx, executor
 
     from flow_sqla import IdCollationError
 
+    driver = engine.url.drivername.split("+", 1)[1]
+    engine = sa.create_engine(engine.url.set(drivername=f"{scheme}+{driver}"))
     create_go_tables(engine)
     go_state_put(engine, "Inv-7", {"oa:apply": 1002}, "emp", graph="oa", vars={"amount": 10})
     states = sa.text("SELECT instant_id, states, vars FROM bpm_flow_repository")

@@ -1044,3 +1044,23 @@ def test_a_reindex_reads_a_time_no_driver_reads_as_the_present(db: sa.Engine) ->
     assert [indexed.status(i) for i in ("t-1", "t-2")] == [InstanceStatus.RUNNING] * 2
     (task,) = indexed.open_tasks("t-1")
     assert task.node_id == "manager"
+
+
+def test_a_full_reindex_keeps_a_withdrawn_status_whatever_the_session_date_style(
+    db: sa.Engine,
+) -> None:
+    """The pass reads times as text to find those no driver reads; PostgreSQL's text follows
+    the session's DateStyle, and a finish time judged unreadable would have cleared the
+    WITHDRAWN status that only the stored index knows."""
+    url = db.url
+    if db.dialect.name == "postgresql":
+        styled = sa.create_engine(url, connect_args={"options": "-c datestyle=SQL,DMY"})
+    else:
+        styled = db
+    ex = executor(styled, index=True)
+    approve(ex, "w-1", "employee", amount=1)
+    assert ex.withdraw("oa", ctx("w-1", "employee"))
+    before = _index_rows(styled)
+    assert reindex(styled, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+    assert ex.status("w-1") == InstanceStatus.WITHDRAWN
+    assert _index_rows(styled) == before

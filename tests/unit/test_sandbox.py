@@ -202,3 +202,32 @@ def test_unhashable_callable_data_object_is_usable() -> None:
     assert EVALUATION.run_condition(
         FlowContext.of("i-1", {"r": {"rule": Rule()}}), "r.rule.limit() == 3"
     )
+
+
+def test_ordinary_integers_in_a_long_list_compare_at_one_unit_each() -> None:
+    """Comparing item by item charges a huge integer by its size, not every integer by its
+    digits: 80,000 ordinary ids are searched as before."""
+    data = {"ids": [10**12 + i for i in range(80_000)], "x": 5}
+    ctx = FlowContext.of("i-1", data)
+    assert EVALUATION.run_condition(ctx, "x not in ids and ids.count(x) == 0")
+
+
+def test_an_operation_budget_charges_nested_work_once_and_never_refunds_it() -> None:
+    from flow._expression.limits import METER, OperationBudget
+
+    costly = "([1] * 20000).count(2) == 0"
+    with OperationBudget():
+        EVALUATION.run_condition(FlowContext.of("i-1"), costly)
+        one = 10_000_000 - METER.operation_left
+        with OperationBudget():  # task code running another operation
+            EVALUATION.run_condition(FlowContext.of("i-2"), costly)
+        assert 10_000_000 - METER.operation_left == 2 * one  # kept, not refunded
+
+        class Nested:
+            def check(self) -> bool:  # application code evaluating from an expression
+                return bool(EVALUATION.run_condition(FlowContext.of("i-3"), costly))
+
+        before = METER.operation_left
+        EVALUATION.run_condition(FlowContext.of("i-4", {"h": Nested()}), f"h.check() and {costly}")
+        assert before - METER.operation_left <= 2 * one + 10  # each unit charged once
+    assert METER.operation_left is None

@@ -229,17 +229,38 @@ layout:
   - {id: b, type: exclusive, link: [{nextId: a, when: '([1] * 20000).count(2) == 0'}]}
 """
 
+# A submit's forward runs the automatic node after the task in a walk of its own.
+HEAVY_AUTO_CYCLE = """
+id: heavy-auto
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {actor: alice}, link: auto}
+  - {id: auto, link: g}
+  - {id: g, type: exclusive, link: [{nextId: auto, when: '([1] * 20000).count(2) == 0'}]}
+"""
 
-def test_a_cycle_of_costly_conditions_ends_at_the_walks_work_budget() -> None:
+
+def test_a_cycle_of_costly_conditions_ends_at_the_operations_work_budget() -> None:
     """Each lap evaluates the conditions again, each within its own max_work; the step budget
     counts nodes only (100,000 laps of these conditions took minutes holding the row lock).
-    The walk's expressions share max_walk_work, so the walk ends long before its steps do."""
+    The operation's expressions share max_operation_work, so it ends long before its steps."""
     from flow._expression.limits import METER
 
     ex = WorkflowExecutor(FlowEngine(), ActorStateController(), InMemoryStateRepository())
-    with pytest.raises(ExpressionError, match="max_walk_work") as raised:
+    with pytest.raises(ExpressionError, match="max_operation_work") as raised:
         ex.claim_task(Graph.from_text(HEAVY_CYCLE, strict=True), FlowContext.of("hc-1", {}))
     assert raised.value.instance_id == "hc-1"
-    assert METER.walk_left is None  # the budget ends with the walk
-    # Outside a walk a condition keeps its own budget only: the same text still evaluates.
+    assert METER.operation_left is None  # the budget ends with the operation
+    # Outside an operation a condition keeps its own budget only: the same text evaluates.
     assert SafeEvaluation().run_condition(FlowContext.of("hc-2"), "([1] * 20000).count(2) == 0")
+
+
+def test_a_submit_whose_automatic_successors_cycle_ends_at_the_same_budget() -> None:
+    ex = WorkflowExecutor(FlowEngine(), ActorStateController(), InMemoryStateRepository())
+    graph = Graph.from_text(HEAVY_AUTO_CYCLE)
+    alice = FlowContext.of("ha-1", {"actor": "alice"})
+    task = ex.claim_task(graph, alice)
+    assert task is not None and task.node.id == "t"
+    with pytest.raises(ExpressionError, match="max_operation_work"):
+        ex.submit_task(task, TaskAction.FORWARD, alice)
+    assert ex.claim_task(graph, alice).node.id == "t"  # nothing of the submit was kept

@@ -1,11 +1,11 @@
 -- locking read with the index columns (instance not known / known)
 INSERT INTO bpm_flow_repository (instant_id, creator, create_time, updater, update_time) VALUES (%s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE instant_id = bpm_flow_repository.instant_id
 
-SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks 
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks, bpm_flow_repository.instant_id 
 FROM bpm_flow_repository 
 WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
 
-SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks 
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.graph_id, bpm_flow_repository.status, bpm_flow_repository.finish_time, bpm_flow_repository.open_tasks, bpm_flow_repository.instant_id 
 FROM bpm_flow_repository 
 WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
 

@@ -9,7 +9,7 @@ INSERT INTO bpm_flow_repository (instant_id, graph, states, vars, creator, creat
  'updater': 'alice',
  'vars': {'days': 3, 'name': '流程'}}
 
-SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph 
+SELECT bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.graph IS NOT NULL AS has_graph, bpm_flow_repository.instant_id 
 FROM bpm_flow_repository 
 WHERE bpm_flow_repository.instant_id = %s FOR UPDATE
 -- params:
