@@ -453,12 +453,19 @@ def test_tables_the_migrations_never_made_exact_refuse_to_merge_two_ids(
     """The Go plugin's own DDL compares ids by the server's default collation: before
     'flow migrate', an operation on 'inv-7' found 'Inv-7''s row and wrote into it (with a
     ``mariadb+`` URL too, whose dialect is named "mariadb")."""
+    driver = engine.url.drivername.split("+", 1)[1]
+    named = sa.create_engine(engine.url.set(drivername=f"{scheme}+{driver}"))
+    try:
+        _go_row_is_never_merged(named, other_id)
+    finally:
+        named.dispose()
+
+
+def _go_row_is_never_merged(engine: sa.Engine, other_id: str) -> None:
     from _support import ctx, executor
 
     from flow_sqla import IdCollationError
 
-    driver = engine.url.drivername.split("+", 1)[1]
-    engine = sa.create_engine(engine.url.set(drivername=f"{scheme}+{driver}"))
     create_go_tables(engine)
     go_state_put(engine, "Inv-7", {"oa:apply": 1002}, "emp", graph="oa", vars={"amount": 10})
     states = sa.text("SELECT instant_id, states, vars FROM bpm_flow_repository")

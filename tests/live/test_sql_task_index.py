@@ -1052,15 +1052,21 @@ def test_a_full_reindex_keeps_a_withdrawn_status_whatever_the_session_date_style
     """The pass reads times as text to find those no driver reads; PostgreSQL's text follows
     the session's DateStyle, and a finish time judged unreadable would have cleared the
     WITHDRAWN status that only the stored index knows."""
-    url = db.url
-    if db.dialect.name == "postgresql":
-        styled = sa.create_engine(url, connect_args={"options": "-c datestyle=SQL,DMY"})
-    else:
-        styled = db
-    ex = executor(styled, index=True)
+    if db.dialect.name != "postgresql":
+        _withdrawn_survives_a_full_reindex(db)
+        return
+    styled = sa.create_engine(db.url, connect_args={"options": "-c datestyle=SQL,DMY"})
+    try:
+        _withdrawn_survives_a_full_reindex(styled)
+    finally:
+        styled.dispose()
+
+
+def _withdrawn_survives_a_full_reindex(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
     approve(ex, "w-1", "employee", amount=1)
     assert ex.withdraw("oa", ctx("w-1", "employee"))
-    before = _index_rows(styled)
-    assert reindex(styled, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+    before = _index_rows(db)
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
     assert ex.status("w-1") == InstanceStatus.WITHDRAWN
-    assert _index_rows(styled) == before
+    assert _index_rows(db) == before
