@@ -96,7 +96,7 @@ class SimpleFlowDriver(FlowDriver):
         task = node.task
         if task is None:
             return
-        if isinstance(task, str) and task.strip() in ("#", "@"):
+        if names_nothing(task):
             raise GraphDefinitionError(
                 f"Node {node.id!r} of graph {node.graph.id!r}: task {task!r} names no "
                 "sub-graph or component",
@@ -127,6 +127,12 @@ class SimpleFlowDriver(FlowDriver):
             script = meta_script(node, script[1:])
         with exchanger.context.scoped("node", node):
             self.evaluation.run_task(exchanger.context, script)
+
+
+def names_nothing(task: Any) -> bool:
+    """Whether a task is a bare ``#`` or ``@``: a sub-graph or component reference without a
+    name (``validate()`` reports it; running it fails)."""
+    return isinstance(task, str) and task.strip() in ("#", "@")
 
 
 def meta_script(node: Node, path: str) -> str:

@@ -112,8 +112,10 @@ def _expressions(graph: Graph) -> Iterator[Problem]:
 def _empty_references(graph: Graph) -> Iterator[Problem]:
     """A ``#`` or ``@`` with nothing after it names no sub-graph or component: it can only
     fail when the node runs."""
+    from flow.driver import names_nothing
+
     for node in graph.nodes.values():
-        if isinstance(node.task, str) and node.task.strip() in ("#", "@"):
+        if names_nothing(node.task):
             yield _error(node.id, f"task {node.task!r} names no sub-graph or component")
         if isinstance(node.when, str) and node.when.strip() == "@":
             yield _error(node.id, "condition '@' names no component")

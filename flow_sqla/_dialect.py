@@ -338,7 +338,8 @@ class DialectOps:
         #: Whether the locking read also returns the row's own id, last: on MySQL/MariaDB a
         #: table the migrations never made exact (created by the Go plugin, say) compares ids
         #: by a case-insensitive, space-padded collation, and ``WHERE instant_id = 'inv-7 '``
-        #: locks and returns the row of ``'Inv-7'`` — another instance (see check_same_id).
+        #: locks and returns the row of ``'Inv-7'`` — another instance (``IdCollationError``,
+        #: raised by ``SqlStateRepository._fetch_locked``).
         self.reads_back_id: bool = self._mysql_family
         if self.reads_back_id:
             self._lock_columns.append(table.c.instant_id)
@@ -552,7 +553,7 @@ def is_conflict(orig: BaseException) -> bool:
     """
     if isinstance(orig, sqlite3.OperationalError):
         return _sqlite_lock_conflict(orig)
-    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    code = _sqlstate(orig)
     if code is not None:
         return code in _PG_LOCK_SQLSTATES
     return _mysql_lock_conflict(orig)
@@ -570,28 +571,33 @@ def is_missing_schema(orig: BaseException) -> bool:
     :func:`is_conflict`)."""
     if isinstance(orig, sqlite3.OperationalError):
         return str(orig).startswith(_SQLITE_MISSING_MESSAGES)
-    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    code = _sqlstate(orig)
     if code is not None:
         return code in _PG_MISSING_SQLSTATES
+    return _mysql_errno(orig) in _MYSQL_MISSING_ERRORS
+
+
+def _sqlstate(orig: BaseException) -> str | None:
+    """A PostgreSQL driver error's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2."""
+    return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+
+
+def _mysql_errno(orig: BaseException) -> Any:
+    """A MySQL driver error's number: ``errno`` in MariaDB Connector/Python and
+    mysql-connector, ``args[0]`` in mysqlclient and PyMySQL."""
     errno = getattr(orig, "errno", None)
-    if not isinstance(errno, int):
-        args: tuple[Any, ...] = getattr(orig, "args", ())
-        errno = args[0] if args else None
-    return errno in _MYSQL_MISSING_ERRORS
+    if isinstance(errno, int):
+        return errno
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    return args[0] if args else None
 
 
 def _mysql_lock_conflict(orig: BaseException) -> bool:
-    errno = getattr(orig, "errno", None)
-    if isinstance(errno, int):
-        return errno in _MYSQL_LOCK_ERRORS
-    args: tuple[Any, ...] = getattr(orig, "args", ())
-    return bool(args) and args[0] in _MYSQL_LOCK_ERRORS
+    return _mysql_errno(orig) in _MYSQL_LOCK_ERRORS
 
 
 def _pg_lock_conflict(orig: BaseException) -> bool:
-    # psycopg 3 exposes ``sqlstate``, psycopg2 ``pgcode``.
-    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return code in _PG_LOCK_SQLSTATES
+    return _sqlstate(orig) in _PG_LOCK_SQLSTATES
 
 
 def _sqlite_lock_conflict(orig: BaseException) -> bool:

@@ -723,9 +723,10 @@ class SqlStateRepository:
             # YAML's own types (!!timestamp, !!binary, !!set) or a NaN kept in a node's meta.
             problem = f"its meta holds a value JSON has no form for ({exc})"
             raise UnstorableGraphError(graph.id, [problem]) from exc
-        if len(doc) * 4 > MAX_GRAPH_DOC_BYTES and len(doc.encode()) > MAX_GRAPH_DOC_BYTES:
+        # Only a document that might be too long is encoded to count its bytes.
+        if len(doc) * 4 > MAX_GRAPH_DOC_BYTES and (size := len(doc.encode())) > MAX_GRAPH_DOC_BYTES:
             problem = (
-                f"its document is {len(doc.encode())} bytes of JSON, more than "
+                f"its document is {size} bytes of JSON, more than "
                 f"flow_sqla.repository.MAX_GRAPH_DOC_BYTES ({MAX_GRAPH_DOC_BYTES})"
             )
             raise UnstorableGraphError(graph.id, [problem])
