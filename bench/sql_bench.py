@@ -572,6 +572,30 @@ def prepared_database(server: str) -> tuple[str, Callable[[], None]]:
     return dsn, drop
 
 
+def check_connections(dsn: str, names: list[str], counts: list[int]) -> None:
+    """Stop before any slice runs when the server cannot hold every worker's connections: each
+    of N workers keeps one connection per variant open for the whole cell (plus the counters'
+    own), and a default MariaDB allows 151 — ten variants at N = 16 need 161."""
+    conn = _mysqldb_connect(dsn)
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SELECT @@max_connections")
+        (allowed,) = cursor.fetchone()
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
+        (_, connected) = cursor.fetchone()
+    finally:
+        conn.close()
+    needed = max(counts) * len(names) + 1
+    free = int(allowed) - int(connected) + 1  # this check's own connection is closed now
+    if needed > free:
+        raise SystemExit(
+            f"sql_bench: N={max(counts)} workers x {len(names)} variants need {needed} "
+            f"connections; the server allows {allowed} and {connected} are open. Raise it "
+            f"(SET GLOBAL max_connections = {needed + int(connected) + 20}) or run fewer "
+            "--workers/--variants."
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="1,4,16")
@@ -588,7 +612,10 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown variant(s) {unknown}; choose from {','.join(SHORT_NAMES)}")
     names = [name for name in VARIANTS if name in {SHORT_NAMES[key] for key in keys}]
-    dsn, drop = prepared_database(os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN))
+    counts = [int(n) for n in args.workers.split(",")]
+    server = os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN)
+    check_connections(server, names, counts)
+    dsn, drop = prepared_database(server)
     try:
         header = ("variant", "N", "approvals/s", "vs (b')", "vs (a)", "vs Spiff", "stmts/approval")
         print(
@@ -596,7 +623,7 @@ def main() -> None:
                 *header, "client ms", "server ms"
             )
         )
-        for count in (int(n) for n in args.workers.split(",")):
+        for count in counts:
             per_worker = max(MIN_PER_WORKER, -(-args.slice // count))
             workers = Workers(names, dsn, count)
             try:
