@@ -123,7 +123,8 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "--all",
         action="store_true",
         help="recompute every instance, not only those without status (after the Go "
-        "plugin or an index=False service wrote to indexed tables)",
+        "plugin or an index=False service wrote to indexed tables), and rewrite todo rows "
+        "that differ from their instance's index",
     )
     reindex.set_defaults(handler=run_reindex)
 

@@ -305,6 +305,24 @@ def _sqlite_lock(connection: sa.Connection, timeout: float, key: str) -> None:
         connection.exec_driver_sql(f"PRAGMA busy_timeout = {int(previous or 0)}")
 
 
+def time_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """A time column as ISO 8601 text whatever the session's settings — PostgreSQL's text
+    follows its ``DateStyle`` (``02/01/2024 03:04:05`` under ``SQL, DMY``), so ``to_char``
+    there, and ``'infinity'`` for an infinite time, which no driver reads as a ``datetime``;
+    MySQL/MariaDB's ``CAST AS CHAR`` is ISO; SQLite's the stored text."""
+    if dialect == "postgresql":
+        iso = sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
+        return sa.case((sa.func.isfinite(column), iso), else_=sa.cast(column, sa.Text()))
+    return as_text(dialect, column)
+
+
+def as_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Any column read as its text: SQLite hands back what it stores; the others cast."""
+    if dialect == "sqlite":
+        return sa.type_coerce(column, sa.Text())
+    return sa.cast(column, sa.Text())
+
+
 class DialectOps:
     """Statements on the instance row for one dialect, built against ``tables.repository``.
 
@@ -491,16 +509,8 @@ class DialectOps:
         return [self.ensure_row(row_if_absent), select]
 
     def time_text(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
-        """A time column as ISO 8601 text whatever the session's settings — PostgreSQL's
-        text follows its ``DateStyle`` (``02/01/2024 03:04:05`` under ``SQL, DMY``), so
-        ``to_char`` there, and ``'infinity'`` for an infinite time, which no driver reads as
-        a ``datetime``; MySQL/MariaDB's ``CAST AS CHAR`` is ISO; SQLite's the stored text."""
-        if self.name == "postgresql":
-            iso = sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
-            return sa.case((sa.func.isfinite(column), iso), else_=sa.cast(column, sa.Text()))
-        if self.name == "sqlite":
-            return sa.type_coerce(column, sa.Text())
-        return sa.cast(column, sa.Text())
+        """See :func:`time_text`."""
+        return time_text(self.name, column)
 
     def plain_read(self, instance_id: str) -> Executable:
         """``SELECT`` of the instance row without a lock (cold cache reads, snapshots)."""
@@ -661,10 +671,12 @@ __all__ = [
     "ExactlyEqual",
     "IndexMerge",
     "ModifyIdColumns",
+    "as_text",
     "exact_collation",
     "is_autocommit",
     "is_conflict",
     "is_driver_error",
     "json_dumps",
     "migration_lock",
+    "time_text",
 ]

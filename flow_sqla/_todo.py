@@ -11,8 +11,10 @@ two instances deadlock at REPEATABLE READ).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,9 +28,10 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import ExactlyEqual, IndexMerge
+from flow_sqla._dialect import ExactlyEqual, IndexMerge, as_text, time_text
 from flow_sqla._limits import check_id, display_text
 from flow_sqla._prepared import PreparedStatements
+from flow_sqla._reads import fetch_rows
 from flow_sqla._rows import stored_status
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
@@ -40,6 +43,14 @@ _Shape = tuple[int, int, int]
 MERGE_ROWS = 16
 
 _KEY = ("instant_id", "node_id", "candidate")
+
+#: What to do about a todo row that does not read: the rows are derived from the states.
+_REBUILD_TODO = (
+    "the task table is rebuilt from the states by flow_sqla.reindex(..., everything=True) "
+    "('flow reindex --all')"
+)
+#: ... and about an instance row's time that does not read: only a hand edit writes one.
+_BY_HAND = "flow_sqla and the Go plugin write only times there: correct the row by hand"
 _ROW_COLUMNS = (
     "instant_id",
     "graph_id",
@@ -166,6 +177,35 @@ class TodoTable:
         if changes.inserted:
             prepared.get(conn, self._insert).execute_many(conn, changes.inserted)
 
+    def repair(self, conn: Connection, instance_id: str, stored: InstanceIndex) -> bool:
+        """Make the instance's todo rows exactly those of ``stored`` (its row's own index) when
+        they are not — rows deleted, added or edited by hand, values that no longer read —
+        by deleting them all and inserting the right ones (which then sort as new in the
+        inboxes). Returns whether it did; rows that match are left as they are."""
+        wanted = _rows_by_key(
+            row for task in stored.tasks for row in _rows(instance_id, stored.graph_id, task)
+        )
+        t = self._todo
+        name = conn.dialect.name
+        as_stored = sa.select(
+            *(
+                (time_text if column.key == "create_time" else as_text)(name, column).label(
+                    column.key
+                )
+                for column in (t.c[key] for key in _ROW_COLUMNS)
+            )
+        ).where(t.c.instant_id == instance_id)
+        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored))
+        if found == wanted:
+            return False
+        conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))
+        inserted = [
+            row for task in stored.tasks for row in _rows(instance_id, stored.graph_id, task)
+        ]
+        if inserted:
+            self._prepared.get(conn, self._insert).execute_many(conn, inserted)
+        return True
+
     def merged(
         self, row_update: sa.Update, changes: TodoChanges, how: IndexMerge
     ) -> sa.Update | None:
@@ -283,7 +323,7 @@ class TodoTable:
     ) -> list[OpenTask]:
         if not matchable(identities):
             return []
-        rows = conn.execute(self.inbox_statement(identities, graph_id, limit, after)).mappings()
+        rows = self._fetch_tasks(conn, self.inbox_statement(identities, graph_id, limit, after))
         return [_open_task(row, (row["candidate"],)) for row in rows]
 
     def open_tasks_statement(self, instance_id: str) -> sa.Select[Any]:
@@ -292,13 +332,17 @@ class TodoTable:
 
     def open_tasks(self, conn: Connection, instance_id: str) -> list[OpenTask]:
         """The tasks of one instance, each once with all its candidates, oldest first."""
-        rows = conn.execute(self.open_tasks_statement(instance_id)).mappings().all()
+        rows = self._fetch_tasks(conn, self.open_tasks_statement(instance_id))
         candidates: dict[str, list[str]] = {}
         first: dict[str, RowMapping] = {}
         for row in rows:
             candidates.setdefault(row["node_id"], []).append(row["candidate"])
             first.setdefault(row["node_id"], row)
         return [_open_task(row, tuple(candidates[node])) for node, row in first.items()]
+
+    def _fetch_tasks(self, conn: Connection, stmt: sa.Select[Any]) -> list[RowMapping]:
+        rows = fetch_rows(conn, stmt, self._todo.fullname, _REBUILD_TODO)
+        return [row._mapping for row in rows]
 
     def status_statement(self, instance_id: str) -> sa.Select[Any]:
         r = self._repo
@@ -354,7 +398,9 @@ class TodoTable:
                 finished_at=row["finish_time"],
                 cursor=row["id"],
             )
-            for row in conn.execute(stmt).mappings()
+            for row in (
+                found._mapping for found in fetch_rows(conn, stmt, self._repo.fullname, _BY_HAND)
+            )
         ]
 
 
@@ -409,6 +455,41 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
         }
         for candidate in dict.fromkeys(task.candidates)  # checked by check_candidates
     ]
+
+
+def _rows_by_key(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, ...]]:
+    """Todo rows (as written, or read back as text) by ``(node_id, candidate)``, each as the
+    comparable tuple of its other values; a value that does not read compares as ``None``."""
+    by_key: dict[tuple[str, str], tuple[Any, ...]] = {}
+    for row in rows:
+        lineage, opened = row["lineage"], row["create_time"]
+        if isinstance(lineage, str):
+            lineage = _json_or_none(lineage)
+        if isinstance(opened, str):
+            opened = _time_or_none(opened)
+        state = row["state"]
+        by_key[(str(row["node_id"]), str(row["candidate"]))] = (
+            str(row["graph_id"]),
+            row["node_name"],
+            int(state) if str(state).lstrip("-").isdigit() else None,
+            lineage,
+            opened.replace(microsecond=0) if isinstance(opened, datetime) else None,
+        )
+    return by_key
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _time_or_none(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
 
 
 def check_candidates(instance_id: str, before: InstanceIndex | None, after: InstanceIndex) -> None:

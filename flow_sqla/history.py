@@ -32,6 +32,7 @@ from flow_sqla._limits import (
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
+from flow_sqla._reads import fetch_rows
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import InvalidArgumentError
@@ -196,7 +197,12 @@ class TaskHistoryRecorder:
 
     def _query(self, stmt: sa.Select[Any], instance_id: str | None) -> list[HistoryEntry]:
         with self._translating(instance_id), self.engine.connect() as conn:
-            rows = conn.execute(stmt).all()
+            rows = fetch_rows(
+                conn,
+                stmt,
+                self._table.fullname,
+                "the recorder writes only times there: correct the row by hand",
+            )
         return [self._entry(*row) for row in rows]
 
     def _row(self, ctx: FlowContext, record: TaskRecord) -> dict[str, Any]:

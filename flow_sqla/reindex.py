@@ -25,6 +25,7 @@ from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps
 from flow_sqla._engine import engine_for
 from flow_sqla._rows import parse_index
+from flow_sqla._todo import TodoTable
 from flow_sqla._translate import Translating, commit
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import FlowTables
@@ -59,8 +60,9 @@ def reindex(
 
     Interrupted, it simply continues next time: indexed rows are no longer NULL. With
     ``everything=True`` every row is recomputed (after running with ``index=False`` or the Go
-    plugin on the same tables); such a pass resumes with ``after`` = the last id passed to
-    ``checkpoint``, which is called after each committed batch. ``progress(rows_seen,
+    plugin on the same tables), and an instance's todo rows that are not exactly those of its
+    stored index (edited by hand) are rewritten; such a pass resumes with ``after`` = the last
+    id passed to ``checkpoint``, which is called after each committed batch. ``progress(rows_seen,
     indexed)`` is called after each batch.
 
     Only the task index is written: ``updater``/``update_time`` keep the last real change,
@@ -151,6 +153,10 @@ class _Batch:
         todo = tables.todo
         self._clear_todo = sa.delete(todo).where(todo.c.instant_id == sa.bindparam("instance_id"))
         self._r = r
+        self._index_of = sa.select(r.c.status, r.c.graph_id, r.c.finish_time, r.c.open_tasks).where(
+            r.c.instant_id == sa.bindparam("id")
+        )
+        self._todo = TodoTable(tables)
 
     def run(self, conn: Connection, last: int, size: int) -> tuple[list[int], int, int]:
         """Index the rows of the next window after ``last``: the window's ids, how many of
@@ -200,7 +206,16 @@ class _Batch:
             conn.execute(self._clear_index, params)
         # The executor evaluates the graph with the variables of the row it locks.
         ctx = FlowContext.of(instance_id, connection=conn)
-        return self.executor.reindex(graph, ctx, as_of=_time(row.update_time))
+        indexed = self.executor.reindex(graph, ctx, as_of=_time(row.update_time))
+        if indexed and self.all_rows:
+            # The executor writes the todo rows that differ from the row's stored index; a
+            # full pass also checks the rows themselves against it (hand edits, stray rows).
+            stored = parse_index(
+                instance_id, conn.execute(self._index_of, {"id": instance_id}).one()._mapping
+            )
+            if stored is not None:
+                self._todo.repair(conn, instance_id, stored)
+        return indexed
 
 
 def _time(value: Any) -> datetime | None:

@@ -25,7 +25,7 @@ from flow.workflow import (
     TaskAction,
     TaskState,
 )
-from flow_sqla import FlowTables, RepositoryError, migrations, reindex
+from flow_sqla import FlowTables, RepositoryError, TaskHistoryRecorder, migrations, reindex
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
@@ -1070,3 +1070,104 @@ def _withdrawn_survives_a_full_reindex(db: sa.Engine) -> None:
     assert reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
     assert ex.status("w-1") == InstanceStatus.WITHDRAWN
     assert _index_rows(db) == before
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("bpm_flow_todo", "create_time", "time"),
+        ("bpm_flow_todo", "lineage", "json"),
+        ("bpm_flow_repository", "update_time", "time"),
+        ("bpm_flow_task", "create_time", "time"),
+    ],
+)
+def test_a_value_no_driver_reads_is_a_typed_error_naming_its_instance(
+    db: sa.Engine, table: str, column: str, value: str
+) -> None:
+    """A hand-edited time (SQLite text, PostgreSQL 'infinity') or JSON text fails the fetch
+    deep in the column type or driver; the reads say which instance, table and column, and
+    todo rows are rebuilt by a full reindex."""
+    odd = {
+        ("sqlite", "time"): "garbage",
+        ("sqlite", "json"): "not json",
+        ("postgresql", "time"): "infinity",
+    }.get((db.dialect.name, value))
+    if odd is None:
+        pytest.skip(f"{db.dialect.name} refuses such a {value} in its column")
+    ex = executor(db, index=True)
+    recorder = TaskHistoryRecorder(db, index=True)
+    for instance_id in ("v-good", "v-bad"):
+        approve(ex, instance_id, "employee", amount=1)
+    key = "flow_ins_id" if table == "bpm_flow_task" else "instant_id"
+    with db.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE {table} SET {column} = :v WHERE {key} = 'v-bad'"), {"v": odd}
+        )
+    reads = {
+        "bpm_flow_todo": [
+            lambda: ex.inbox(ctx("q", "manager")),
+            lambda: ex.open_tasks("v-bad"),
+        ],
+        "bpm_flow_repository": [lambda: ex.instances()],
+        "bpm_flow_task": [lambda: recorder.history("v-bad")],
+    }[table]
+    for read in reads:
+        with pytest.raises(SnapshotError, match="'v-bad'") as raised:
+            read()
+        assert f"{table}.{column} holds" in str(raised.value)
+    assert ex.open_tasks("v-good")[0].node_id == "manager"  # other rows read on
+    if table == "bpm_flow_todo":
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+        assert [t.instance_id for t in ex.inbox(ctx("q", "manager"))] == ["v-good", "v-bad"]
+
+
+def _todo_rows(db: sa.Engine) -> list[tuple[Any, ...]]:
+    """Every todo row whole (id included), in id order."""
+    with db.connect() as conn:
+        return [
+            tuple(row)
+            for row in conn.execute(
+                sa.text(
+                    "SELECT id, instant_id, graph_id, node_id, node_name, state, candidate, "
+                    "lineage, create_time FROM bpm_flow_todo ORDER BY id"
+                )
+            )
+        ]
+
+
+def test_a_full_reindex_repairs_todo_rows_edited_by_hand_and_leaves_the_others(
+    db: sa.Engine,
+) -> None:
+    """The rows of an instance whose own stored index reads fine, but whose todo rows were
+    deleted, edited or joined by a stray row, are rewritten from that index; the todo rows
+    of every other instance keep their ids (their place in the inboxes)."""
+    ex = executor(db, index=True)
+    for instance_id in ("r-good", "r-gone", "r-edited", "r-stray"):
+        approve(ex, instance_id, "employee", amount=1)
+    before = _todo_rows(db)
+    claimed = ctx("r-edited", "manager")
+    assert ex.claim_task("oa", claimed) is not None  # WAITING: its row's state re-stated
+    expected = _todo_rows(db)
+    stray = sa.text(
+        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
+        "candidate, lineage, create_time) VALUES ('r-stray', 'oa', 'manager', 'Manager "
+        "approval', 0, 'actor:mallory', '[]', :t)"
+    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
+    with db.begin() as conn:
+        conn.execute(sa.text("DELETE FROM bpm_flow_todo WHERE instant_id = 'r-gone'"))
+        conn.execute(
+            sa.text(
+                "UPDATE bpm_flow_todo SET state = 0, node_name = 'x', lineage = '[\"y\"]' "
+                "WHERE instant_id = 'r-edited'"
+            )
+        )
+        conn.execute(stray, {"t": datetime(2020, 1, 1)})
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True) == 4
+    after = _todo_rows(db)
+    # The good instance's row is untouched (same id); the repaired ones are new rows with
+    # exactly the values the operations wrote.
+    assert [r for r in after if r[1] == "r-good"] == [r for r in before if r[1] == "r-good"]
+    assert sorted(r[1:] for r in after) == sorted(r[1:] for r in expected)
+    assert approve(ex, "r-edited", "manager") and approve(ex, "r-stray", "manager")
+    assert [t.instance_id for t in ex.inbox(ctx("q", "manager"))] == ["r-good", "r-gone"]
+    assert ex.inbox(ctx("q", "mallory")) == []

@@ -1,0 +1,88 @@
+"""Fetching rows whose values another hand may have written.
+
+SQLite keeps any text in a ``DATETIME`` or JSON column, and PostgreSQL a timestamp of
+``'infinity'``; the column types (or the driver) then fail to decode the value while the rows
+are fetched — a bare ``ValueError`` from deep inside SQLAlchemy on SQLite, a ``DataError`` from
+psycopg — and neither says which row. Only hand edits write such values (flow_sqla and the Go
+plugin always write times and JSON), so the happy path pays nothing: when a fetch fails, the
+same query runs once more with every column read as text, and the first value that does not
+decode names its instance, table and column in a :class:`~flow.errors.SnapshotError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from flow.errors import SnapshotError
+from flow_sqla._dialect import as_text, time_text
+from flow_sqla._limits import display_text
+
+#: What a column type or driver raises for a stored value it cannot decode.
+_DECODING = (ValueError, TypeError, OverflowError, sa.exc.DataError)
+
+#: The columns that name a row's instance, in the instance, todo and history tables.
+_INSTANCE_COLUMNS = ("instant_id", "flow_ins_id")
+
+
+def fetch_rows(conn: Connection, stmt: sa.Select[Any], table: str, remedy: str) -> Sequence[Any]:
+    """All rows of ``stmt`` (a query of ``table``). Raises :class:`SnapshotError` naming the
+    instance, the column, the stored text and ``remedy`` when a value does not decode."""
+    try:
+        return conn.execute(stmt).all()
+    except _DECODING as exc:
+        try:
+            found = _undecodable(conn, stmt, table, remedy)
+        except sa.exc.SQLAlchemyError:
+            found = None  # the text read failed too: the first error says more
+        if found is None:
+            raise
+        raise found from exc
+
+
+def _undecodable(
+    conn: Connection, stmt: sa.Select[Any], table: str, remedy: str
+) -> SnapshotError | None:
+    """The error for the first value of ``stmt``'s rows that does not decode, read as text;
+    ``None`` when every value decodes (the failure was something else)."""
+    columns = list(stmt.selected_columns)
+    dialect = conn.dialect.name
+    texts = stmt.with_only_columns(
+        *(
+            (time_text if isinstance(c.type, sa.DateTime) else as_text)(dialect, c).label(c.key)
+            for c in columns
+        )
+    )
+    for row in conn.execute(texts).all():
+        values = dict(zip((column.key for column in columns), row, strict=True))
+        for column in columns:
+            text = values[column.key]
+            if text is not None and not _decodes(column.type, text):
+                instance = next((values[k] for k in _INSTANCE_COLUMNS if values.get(k)), None)
+                return SnapshotError(
+                    f"{table}.{column.key} holds {display_text(str(text), 40)!r}, which is not "
+                    f"a {'time' if isinstance(column.type, sa.DateTime) else 'JSON value'}; "
+                    f"{remedy}",
+                    instance_id=instance,
+                )
+    return None
+
+
+def _decodes(column_type: sa.types.TypeEngine[Any], text: str) -> bool:
+    """Whether ``text``, a value of a column of ``column_type`` read as text, decodes."""
+    try:
+        if isinstance(column_type, sa.DateTime):
+            datetime.fromisoformat(text)
+        elif isinstance(column_type, sa.JSON):
+            json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["fetch_rows"]
