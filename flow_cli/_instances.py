@@ -262,5 +262,12 @@ def run_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def when(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else None
+def when(value: datetime | str | None) -> str | None:
+    """A stored time as the tables show it; the text of one that is no time, marked."""
+    if isinstance(value, str):
+        text = value
+        try:
+            value = datetime.fromisoformat(text.strip())
+        except ValueError:
+            return f"not a time: {text[:40]!r}"
+    return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S")

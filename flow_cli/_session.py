@@ -314,17 +314,21 @@ class Session:
         )
 
     def rows(self, limit: int) -> list[Mapping[str, Any]]:
-        """The newest ``limit`` instance rows (id, graph, states, vars, update_time, and the
+        """The newest ``limit`` instance rows (id, graph, states, vars, update_time as text, and the
         status when the database keeps the task index). The JSON columns come as the driver
         gives them — text, or decoded by psycopg — for :func:`json_cell` to decode row by row:
         a row holding text that is not JSON must not fail the whole fetch."""
         import sqlalchemy as sa
 
+        from flow_sqla._dialect import time_text
+
         t = self.tables.repository
         columns: list[Any] = [
             t.c.instant_id,
             *(sa.type_coerce(t.c[name], sa.Text()).label(name) for name in JSON_CELLS),
-            t.c.update_time,
+            # as ISO text, read by :func:`when` row by row: a time no driver reads (text on
+            # SQLite, PostgreSQL's 'infinity') must not fail the whole fetch either
+            time_text(self.engine.dialect.name, t.c.update_time).label("update_time"),
         ]
         if self.indexed:
             columns.append(t.c.status)

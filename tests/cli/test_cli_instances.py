@@ -230,3 +230,32 @@ def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
     lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
     assert "apply (Apply, for employee)" in lines["good-1"]
     assert "unreadable" in lines["bad-1"]
+
+
+def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
+    flow: Flow, migrated: str
+) -> None:
+    """The listing reads the times as text row by row: SQLite keeps any text in the column
+    (a hand edit), and one such row must not fail the whole listing with a ValueError."""
+    import re
+
+    import sqlalchemy as sa
+
+    start(flow, migrated, "good-1", 300)
+    start(flow, migrated, "bad-1", 300)
+    engine = sa.create_engine(migrated)
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE bpm_flow_repository SET update_time = 'garbage' "
+                    "WHERE instant_id = 'bad-1'"
+                )
+            )
+    engine.dispose()
+    result = flow("instances", "--db", migrated)
+    assert result.code == 0, result.err
+    lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", lines["good-1"])
+    if migrated.startswith("sqlite"):
+        assert lines["bad-1"].endswith("not a time: 'garbage'")
