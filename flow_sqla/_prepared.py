@@ -84,8 +84,22 @@ class PreparedStatement:
 
     __slots__ = ("_dialect", "_names", "_positional", "_processors", "sql")
 
-    def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
-        compiled = stmt.compile(dialect=dialect)
+    def __init__(
+        self,
+        stmt: ClauseElement,
+        dialect: Dialect,
+        schema_translate_map: Mapping[str | None, str | None] | None = None,
+    ) -> None:
+        # The connection's schema_translate_map (multi-tenant schemas) applies here as in
+        # Connection.execute: rendered into the text, which then runs as it is.
+        if schema_translate_map:
+            compiled = stmt.compile(
+                dialect=dialect,
+                schema_translate_map=schema_translate_map,
+                render_schema_translate=True,
+            )
+        else:
+            compiled = stmt.compile(dialect=dialect)
         if not isinstance(compiled, SQLCompiler):
             raise ValueError(f"not a SQL statement: {stmt!r}")
         if compiled.literal_execute_params or compiled.post_compile_params:
@@ -185,15 +199,19 @@ class PreparedStatements:
     __slots__ = ("_found",)
 
     def __init__(self) -> None:
-        self._found: dict[tuple[int, int], tuple[ClauseElement, PreparedStatement]] = {}
+        self._found: dict[tuple[Any, ...], tuple[ClauseElement, PreparedStatement]] = {}
 
     def get(self, conn: Connection, stmt: ClauseElement) -> PreparedStatement:
-        """``stmt`` prepared for ``conn``'s dialect; ``stmt`` must live as long as this."""
+        """``stmt`` prepared for ``conn``'s dialect and ``schema_translate_map`` execution
+        option; ``stmt`` must live as long as this."""
         dialect = conn.dialect
-        key = (id(stmt), id(dialect))
+        translate = conn.get_execution_options().get("schema_translate_map")
+        key: tuple[Any, ...] = (id(stmt), id(dialect))
+        if translate:
+            key += tuple(sorted(translate.items(), key=repr))
         found = self._found.get(key)
         if found is None:
-            found = self._found[key] = (stmt, PreparedStatement(stmt, dialect))
+            found = self._found[key] = (stmt, PreparedStatement(stmt, dialect, translate))
         return found[1]
 
     def execute(

@@ -196,3 +196,39 @@ def test_a_task_with_thousands_of_candidates_is_written(db: sa.Engine) -> None:
     assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx("dp-many", "employee"))
     [manager] = ex.open_tasks("dp-many")
     assert manager.node_id == "manager" and len(manager.candidates) == count + 1
+
+
+def test_a_schema_translate_map_sends_every_statement_to_the_tenant_schema(
+    db: sa.Engine,
+) -> None:
+    """SQLAlchemy's multi-tenant recipe (``execution_options(schema_translate_map=...)``):
+    the prepared statements are compiled with the connection's map, so the state row, the
+    history row and the todo rows land in the tenant's tables — where the reads look."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite has schemas only as ATTACHed files")
+    tenant_schema = f"{db.url.database}_tenant" if db.dialect.name != "postgresql" else "tenant1"
+    with db.begin() as conn:
+        conn.execute(sa.schema.CreateSchema(tenant_schema))
+    tenant = db.execution_options(schema_translate_map={None: tenant_schema})
+    try:
+        FlowTables().metadata.create_all(tenant)
+        ex = executor(tenant, index=True)
+        with tenant.begin() as conn:  # the README pattern, in the caller's transaction
+            c = ctx("st-1", "employee", conn, amount=10)
+            assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        assert [t.node_id for t in ex.open_tasks("st-1")] == ["manager"]
+        assert approve(ex, "st-1", "manager")  # the claim reads what the first approval wrote
+        tables = ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
+        with db.connect() as conn:
+            default = [conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar() for t in tables]
+            tenants = [
+                conn.execute(sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.{t}")).scalar()
+                for t in tables
+            ]
+        assert default == [0, 0, 0]
+        assert tenants == [1, 2, 0]
+    finally:
+        with db.begin() as conn:
+            conn.execute(
+                sa.schema.DropSchema(tenant_schema, cascade=db.dialect.name == "postgresql")
+            )
