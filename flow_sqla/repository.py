@@ -343,7 +343,11 @@ class SqlStateRepository:
 
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
-        if self._dialect.commits_each_statement(conn):
+        # A closed or invalidated connection fails already here (ResourceClosedError,
+        # PendingRollbackError): a RepositoryError too.
+        with self._translating(instance_id):
+            autocommits = self._dialect.commits_each_statement(conn)
+        if autocommits:
             _HELD.forget()
             raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)

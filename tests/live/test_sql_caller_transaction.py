@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from _support import approve, count_rows, ctx, executor, migrate
 
 from flow.workflow import ConcurrentSubmitError, TaskAction
-from flow_sqla import AutocommitError, SqlStateRepository
+from flow_sqla import AutocommitError, RepositoryError, SqlStateRepository
 
 TIMEOUT = 60.0
 
@@ -172,3 +172,32 @@ def test_two_executors_in_one_transaction_never_approve_twice(db: sa.Engine) -> 
         assert second.submit_task_if_waiting(second.claim_task("oa", c), TaskAction.FORWARD, c)
         assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)
     assert count_rows(db, "bpm_flow_task", "two-1") == 2  # the employee's and one manager's
+
+
+def test_a_closed_or_invalidated_caller_connection_is_a_repository_error(
+    db: sa.Engine,
+) -> None:
+    """No SQLAlchemy exception type escapes: a closed ``Connection`` in the context, or one
+    invalidated (as SQLAlchemy does on a lost connection) between the claim and the submit,
+    fails the operation with a ``RepositoryError``, nothing written."""
+    ex = executor(db, index=True)
+    approve(ex, "cc-1", "employee", amount=10)
+    tables = ("bpm_flow_repository", "bpm_flow_task")
+    before = [count_rows(db, t) for t in tables]
+    closed = db.connect()
+    closed.close()
+    with pytest.raises(RepositoryError):
+        ex.claim_task("oa", ctx("cc-1", "manager", closed))
+    conn = db.connect()
+    conn.begin()
+    c = ctx("cc-1", "manager", conn)
+    task = ex.claim_task("oa", c)
+    assert task is not None
+    conn.invalidate()
+    with pytest.raises(RepositoryError):
+        ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    with pytest.raises(RepositoryError):
+        ex.claim_task("oa", c)  # the next operation on that transaction too
+    conn.close()
+    assert [count_rows(db, t) for t in tables] == before
+    assert approve(ex, "cc-1", "manager")  # the claim in the lost transaction kept nothing
