@@ -169,10 +169,12 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
-class _HeldRows(threading.local):
-    """The instance rows that operations of the thread's current caller transaction hold
-    locked, by ``(repository table, instance id)``, each with the repository that wrote it
-    last — shared by every repository, since two executors may work in one transaction.
+class _HeldRows:
+    """The instance rows that operations of a caller's transaction hold locked, per
+    ``Connection`` and by ``(repository table, instance id)``, each with the repository that
+    wrote it last — shared by every repository, since two executors may work in one
+    transaction, and by every thread, since one transaction may run its operations on
+    several (``asyncio.to_thread``, a thread pool: each call on whichever thread is free).
 
     A second operation on the same instance in the same transaction (the README's claim,
     then submit) starts from the row the first one left instead of locking and reading it
@@ -184,39 +186,57 @@ class _HeldRows(threading.local):
     """
 
     def __init__(self) -> None:
-        self.held_in: weakref.ref[Transaction] | None = None
-        self.rows: dict[tuple[str, str], tuple[object, StoredRow]] = {}
+        self._by_connection: weakref.WeakKeyDictionary[Connection, _Held] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()  # adding and dropping entries; reads need none
 
     def get(self, conn: Connection, key: tuple[str, str], owner: object) -> StoredRow | None:
-        if self.held_in is None:
+        held = self._by_connection.get(conn)
+        if held is None:
             return None
-        transaction = self.held_in()
+        transaction = held.held_in()
         if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
-            self.forget()
+            self.forget(conn)
             return None
-        held = self.rows.get(key)
-        return held[1] if held is not None and held[0] is owner else None
+        row = held.rows.get(key)
+        return row[1] if row is not None and row[0] is owner else None
 
     def put(self, conn: Connection, key: tuple[str, str], owner: object, row: StoredRow) -> None:
         transaction = _innermost(conn)
         if transaction is None:
             return
-        if self.held_in is None or self.held_in() is not transaction:
-            self.held_in = weakref.ref(transaction)
-            self.rows = {}
-        self.rows[key] = (owner, row)
+        held = self._by_connection.get(conn)
+        if held is None or held.held_in() is not transaction:
+            held = _Held(weakref.ref(transaction))
+            with self._lock:
+                self._by_connection[conn] = held
+        held.rows[key] = (owner, row)
 
-    def forget(self) -> None:
-        """Forget every held row: after a failed operation (the error may have ended the
-        whole transaction on the server while the ``Connection`` still reports it active —
-        InnoDB rolls all of it back on a deadlock, Galera on a certification failure — and
-        the caller may catch it and go on), or a connection found committing each
-        statement. The next operation on any instance locks and reads again."""
-        self.held_in = None
-        self.rows = {}
+    def forget(self, conn: Connection) -> None:
+        """Forget every row held on ``conn``: after a failed operation (the error may have
+        ended the whole transaction on the server while the ``Connection`` still reports it
+        active — InnoDB rolls all of it back on a deadlock, Galera on a certification
+        failure — and the caller may catch it and go on), or a connection found committing
+        each statement. The next operation on any instance locks and reads again."""
+        with self._lock:
+            self._by_connection.pop(conn, None)
 
     def drop(self, key: tuple[str, str]) -> None:
-        self.rows.pop(key, None)
+        """Forget the row ``key`` on every connection (the row was changed behind our back)."""
+        with self._lock:
+            for held in list(self._by_connection.values()):
+                held.rows.pop(key, None)
+
+
+class _Held:
+    """The rows held on one connection, valid while ``held_in`` is its innermost transaction."""
+
+    __slots__ = ("held_in", "rows")
+
+    def __init__(self, held_in: weakref.ref[Transaction]) -> None:
+        self.held_in = held_in
+        self.rows: dict[tuple[str, str], tuple[object, StoredRow]] = {}
 
 
 _HELD = _HeldRows()
@@ -348,7 +368,7 @@ class SqlStateRepository:
         with self._translating(instance_id):
             autocommits = self._dialect.commits_each_statement(conn)
         if autocommits:
-            _HELD.forget()
+            _HELD.forget(conn)
             raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)
         try:
@@ -361,7 +381,7 @@ class SqlStateRepository:
             self._remember(op, cache=False)
             self._hold(conn, op)
         except BaseException:
-            _HELD.forget()
+            _HELD.forget(conn)
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.

@@ -201,3 +201,33 @@ def test_a_closed_or_invalidated_caller_connection_is_a_repository_error(
     conn.close()
     assert [count_rows(db, t) for t in tables] == before
     assert approve(ex, "cc-1", "manager")  # the claim in the lost transaction kept nothing
+
+
+@pytest.mark.parametrize("cache", ["operation", "process"])
+@pytest.mark.parametrize("index", [False, True])
+def test_one_transaction_used_from_two_threads_never_approves_twice(
+    db: sa.Engine, cache: str, index: bool
+) -> None:
+    """Async apps run each call on whichever pool thread is free (``asyncio.to_thread``,
+    ``run_in_threadpool``): the rows an operation leaves held belong to the transaction, not
+    to the thread, so a submit decided on another thread is seen by this one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = executor(db, cache=cache, index=index)
+    approve(ex, "tt-1", "employee", amount=10)
+    first, second = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+    try:
+        with db.begin() as conn:
+            c = ctx("tt-1", "manager", conn)
+            task = first.submit(ex.claim_task, "oa", c).result()
+            assert task is not None
+            other = ctx("tt-1", "manager", conn)
+            again = second.submit(ex.claim_task, "oa", other).result()
+            assert second.submit(
+                ex.submit_task_if_waiting, again, TaskAction.FORWARD, other
+            ).result()
+            assert not first.submit(ex.submit_task_if_waiting, task, TaskAction.FORWARD, c).result()
+    finally:
+        first.shutdown()
+        second.shutdown()
+    assert count_rows(db, "bpm_flow_task", "tt-1") == 2  # the employee's and one manager's
