@@ -330,12 +330,13 @@ class SqlStateRepository:
 
     def serializes(self, ctx: FlowContext) -> bool:
         """Whether :meth:`unit_of_work` alone serializes an operation on ``ctx`` against every
-        other thread and process: true for the caller's own transaction (``ctx.connection``)
-        in ``cache="operation"`` mode, where each operation starts with the row lock and the
-        transaction keeps it. The executor then takes no process lock (see
-        ``WorkflowExecutor._operation``: with one, two threads whose transactions each span a
-        claim and a submit would deadlock on the process lock and the row lock)."""
-        return self._cache is None and isinstance(ctx.connection, Connection)
+        other thread and process: true for the caller's own transaction (``ctx.connection``),
+        where each operation starts with the row lock — in ``cache="process"`` mode too, the
+        cache is not used there — and the transaction keeps it. The executor then takes no
+        process lock (see ``WorkflowExecutor._operation``: with one, two threads whose
+        transactions each span a claim and a submit would deadlock on the process lock and the
+        row lock)."""
+        return isinstance(ctx.connection, Connection)
 
     def _owned(self, ctx: FlowContext, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
@@ -376,7 +377,9 @@ class SqlStateRepository:
                 if held is not None:
                     op = _Operation(instance_id, conn, held, locked=True)
                 else:
-                    op = self._start(ctx, conn, lock)
+                    # Always from the locked row, never the process cache: the row lock alone
+                    # serializes operations in a caller's transaction (see serializes()).
+                    op = _Operation(instance_id, conn, self._locking_read(ctx, conn), locked=True)
                 yield from self._run(ctx, op)
             self._remember(op, cache=False)
             self._hold(conn, op)

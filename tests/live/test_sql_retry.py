@@ -272,12 +272,15 @@ def _someone_waits_for_a_row_lock(engine: sa.Engine) -> bool:
         return bool(conn.exec_driver_sql(sql).scalar_one())
 
 
+@pytest.mark.parametrize("cache", ["operation", "process"])
 def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
-    server_url: str,
+    server_url: str, cache: str
 ) -> None:
     """Thread A claims in its transaction (holding the row lock), thread B's claim then waits
     for that row; A's submit must not wait for B. (With a per-operation process lock B held it
-    while waiting for the row: A waited for B, B for A — until B's lock timeout.)"""
+    while waiting for the row: A waited for B, B for A — until B's lock timeout; PostgreSQL
+    has none by default.) In both cache modes: the process cache is not used in a caller's
+    transaction."""
     backend = sa.make_url(server_url).get_backend_name()
     timeout = (
         {"options": "-c lock_timeout=3000"}
@@ -287,7 +290,7 @@ def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
     eng = migrate(sa.create_engine(server_url, connect_args=timeout))
     observer = sa.create_engine(server_url, poolclass=sa.NullPool)
     try:
-        ex = executor(eng)
+        ex = executor(eng, cache=cache)
         approve(ex, "pl-1", "employee", amount=10)
         a_claimed, b_result = threading.Event(), []
 
