@@ -2,8 +2,9 @@
 
 A task goes back to P, the last node of its lineage, only when P's submit led to this task
 alone: nothing between them may split or join (parallel, inclusive or loop nodes, or any
-other node with several outgoing links except an exclusive gateway), P must be an activity of
-the same root graph, and no other open task may come from P. Everything between P and the task
+other node with several outgoing links except an exclusive gateway — or an inclusive split
+whose conditions took only this task's branch), P must be an activity of the same root graph,
+and no other open task may come from P. Everything between P and the task
 (gateways, automatic nodes) is what P's submit settled on the way, and loses its state.
 """
 
@@ -28,9 +29,11 @@ def send_back_target(
     task: IndexedTask,
     index: InstanceIndex,
     is_human: Callable[[Node], bool],
+    settled: Callable[[Node], bool],
 ) -> tuple[Node, tuple[Node, ...]]:
-    """P and the nodes between P and ``task`` (exclusive of both). Raises
-    :class:`SendBackError` saying why when the guard refuses."""
+    """P and the nodes between P and ``task`` (exclusive of both). ``settled(node)`` says
+    whether the instance holds a state for ``node``. Raises :class:`SendBackError` saying why
+    when the guard refuses."""
 
     def refuse(reason: str) -> SendBackError:
         return SendBackError(instance_id, graph.id, task.node_id, reason)
@@ -50,7 +53,10 @@ def send_back_target(
     between = _between(previous, target, is_human)
     if between is None:
         raise refuse(f"it is not reached from {previous.id!r} without another human task")
+    on_the_way = {*between, target}
     for node in (previous, *between):
+        if _single_branch_split(node, on_the_way, settled):
+            continue
         if node.type in _SPLITS:
             kind = node.type.name.lower()
             raise refuse(
@@ -60,6 +66,19 @@ def send_back_target(
         if node.type != NodeType.EXCLUSIVE and len(node.next_links) > 1:
             raise refuse(f"{node.id!r} may open more than one task (several outgoing links)")
     return previous, between
+
+
+def _single_branch_split(
+    node: Node, on_the_way: set[Node], settled: Callable[[Node], bool]
+) -> bool:
+    """Whether ``node`` is an inclusive split (one way in) whose conditions took only the
+    branch on the way to the task: its other branches hold no state, so clearing the way
+    back leaves nothing behind, and forwarding P again evaluates the conditions afresh."""
+    return (
+        node.type == NodeType.INCLUSIVE
+        and len(node.prev_nodes) == 1
+        and not any(settled(n) for n in node.next_nodes if n not in on_the_way)
+    )
 
 
 def _between(start: Node, end: Node, is_human: Callable[[Node], bool]) -> tuple[Node, ...] | None:

@@ -55,7 +55,7 @@ from flow.workflow.errors import (
     SendBackError,
 )
 from flow.workflow.records import TaskRecord
-from flow.workflow.repository import InMemoryStateRepository
+from flow.workflow.repository import InMemoryStateRepository, state_key
 from flow.workflow.states import TaskAction, TaskState
 from flow.workflow.task import Task
 
@@ -318,6 +318,7 @@ class WorkflowExecutor:
                 stored_task,
                 current,
                 lambda n: not self.state_controller.is_auto_forward(ctx, n),
+                lambda n: state_key(n) in read.states,
             )
             repository = self.state_repository
             for settled in (node, *between):

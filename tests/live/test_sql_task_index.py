@@ -1100,9 +1100,7 @@ def test_a_value_no_driver_reads_is_a_typed_error_naming_its_instance(
         approve(ex, instance_id, "employee", amount=1)
     key = "flow_ins_id" if table == "bpm_flow_task" else "instant_id"
     with db.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE {table} SET {column} = :v WHERE {key} = 'v-bad'"), {"v": odd}
-        )
+        conn.execute(sa.text(f"UPDATE {table} SET {column} = :v WHERE {key} = 'v-bad'"), {"v": odd})
     reads = {
         "bpm_flow_todo": [
             lambda: ex.inbox(ctx("q", "manager")),
@@ -1171,3 +1169,22 @@ def test_a_full_reindex_repairs_todo_rows_edited_by_hand_and_leaves_the_others(
     assert approve(ex, "r-edited", "manager") and approve(ex, "r-stray", "manager")
     assert [t.instance_id for t in ex.inbox(ctx("q", "manager"))] == ["r-good", "r-gone"]
     assert ex.inbox(ctx("q", "mallory")) == []
+
+
+def test_send_back_through_an_inclusive_split_that_took_only_its_branch(db: sa.Engine) -> None:
+    """As in memory: the split's state and the task's go, P is WAITING again and its todo
+    row is back in P's inbox; forwarding P re-evaluates the split's conditions."""
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    ask = FlowContext.of("in-1", {"amount": 1, "actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("incl", ask), TaskAction.FORWARD, ask)
+    boss = FlowContext.of("in-1", {"amount": 1, "role": "boss"})
+    task = ex.claim_task("incl", boss)
+    assert task is not None and task.node_id == "boss"
+    assert ex.send_back(task, boss)
+    assert [(t.node_id, t.state) for t in ex.inbox(FlowContext.of(None, {"actor": "alice"}))] == [
+        ("ask", TaskState.WAITING)
+    ]
+    assert ex.inbox(FlowContext.of(None, {"role": "boss"})) == []
+    again = FlowContext.of("in-1", {"amount": 500, "actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("incl", again), TaskAction.FORWARD, again)
+    assert sorted(t.node_id for t in ex.open_tasks("in-1")) == ["boss", "hr", "it"]

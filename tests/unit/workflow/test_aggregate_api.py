@@ -234,6 +234,70 @@ def test_send_back_across_a_join_names_the_gateway(ex: WorkflowExecutor) -> None
         ex.send_back(task, alice)
 
 
+def test_send_back_through_an_inclusive_split_that_took_only_its_branch(
+    ex: WorkflowExecutor,
+) -> None:
+    """aggregate.md §5 refuses a task that is one of *several* open tasks of an inclusive
+    split; one the split opened alone goes back, and forwarding P again re-evaluates the
+    conditions with the variables as they are then."""
+    _approve(ex, "in-1", "incl", actor="alice")  # amount 1: only the default branch, boss
+    boss = _ctx("in-1", role="boss")
+    task = ex.claim_task("incl", boss)
+    assert task is not None and task.node_id == "boss"
+    assert ex.send_back(task, boss)
+    assert _nodes(ex, "in-1") == [("ask", TaskState.WAITING, ())]
+    states = ex.state_repository.states("in-1")  # type: ignore[attr-defined]
+    assert "incl:fork" not in states and "incl:boss" not in states
+    again = FlowContext.of("in-1", {"amount": 500, "actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("incl", again), TaskAction.FORWARD, again)
+    assert sorted(t.node_id for t in ex.open_tasks("in-1")) == ["boss", "hr", "it"]
+
+
+def test_send_back_through_an_inclusive_split_that_took_several_branches_is_refused(
+    ex: WorkflowExecutor,
+) -> None:
+    ask = FlowContext.of("in-2", {"amount": 50, "actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("incl", ask), TaskAction.FORWARD, ask)
+    boss = _ctx("in-2", role="boss", amount=50)
+    task = ex.claim_task("incl", boss)
+    assert task is not None and task.node_id == "boss"
+    with pytest.raises(SendBackError, match="'ask' opened several tasks"):
+        ex.send_back(task, boss)
+
+
+AUTOMATIC_BRANCH = """
+id: autob
+layout:
+  - {id: start, type: start, link: ask}
+  - {id: ask, meta: {actor: alice}, link: fork}
+  - id: fork
+    type: inclusive
+    link:
+      - {nextId: notify, when: "amount > 10"}
+      - {nextId: boss}
+  - {id: notify, link: merge}
+  - {id: boss, meta: {role: boss}, link: merge}
+  - {id: merge, type: inclusive, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_send_back_through_an_inclusive_split_whose_other_branch_ran_is_refused() -> None:
+    """The split opened one task, but its other branch settled an automatic node: going back
+    would leave that behind and run it again when P is forwarded."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(AUTOMATIC_BRANCH))
+    ex = WorkflowExecutor(engine, controller())
+    ask = FlowContext.of("ab-1", {"amount": 50, "actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("autob", ask), TaskAction.FORWARD, ask)
+    boss = FlowContext.of("ab-1", {"amount": 50, "role": "boss"})
+    task = ex.claim_task("autob", boss)
+    assert task is not None and task.node_id == "boss"
+    assert "autob:notify" in ex.state_repository.states("ab-1")  # type: ignore[attr-defined]
+    with pytest.raises(SendBackError, match="the inclusive gateway 'fork'"):
+        ex.send_back(task, boss)
+
+
 def test_send_back_inside_a_parallel_branch_is_allowed(ex: WorkflowExecutor) -> None:
     _approve(ex, "p-1", "par", actor="alice")
     _approve(ex, "p-1", "par", role="legal")
