@@ -55,7 +55,7 @@ def send_back_target(
         raise refuse(f"it is not reached from {previous.id!r} without another human task")
     on_the_way = {*between, target}
     for node in (previous, *between):
-        if _single_branch_split(node, on_the_way, settled):
+        if _single_branch_split(node, target, on_the_way, settled):
             continue
         if node.type in _SPLITS:
             kind = node.type.name.lower()
@@ -69,16 +69,17 @@ def send_back_target(
 
 
 def _single_branch_split(
-    node: Node, on_the_way: set[Node], settled: Callable[[Node], bool]
+    node: Node, target: Node, on_the_way: set[Node], settled: Callable[[Node], bool]
 ) -> bool:
-    """Whether ``node`` is an inclusive split (one way in) whose conditions took only the
-    branch on the way to the task: its other branches hold no state, so clearing the way
-    back leaves nothing behind, and forwarding P again evaluates the conditions afresh."""
-    return (
-        node.type == NodeType.INCLUSIVE
-        and len(node.prev_nodes) == 1
-        and not any(settled(n) for n in node.next_nodes if n not in on_the_way)
-    )
+    """Whether ``node`` is an inclusive split (one way in) whose conditions took one branch
+    only, the one on the way to the task: exactly one of its next nodes was reached (holds a
+    state, or is the task itself). Clearing the way back then leaves nothing behind, and
+    forwarding P again evaluates the conditions afresh. A second branch reached — even one
+    that could also lead to the task — may have moved on, and is never undone."""
+    if node.type != NodeType.INCLUSIVE or len(node.prev_nodes) != 1:
+        return False
+    reached = [n for n in node.next_nodes if n is target or settled(n)]
+    return len(reached) == 1 and reached[0] in on_the_way
 
 
 def _between(start: Node, end: Node, is_human: Callable[[Node], bool]) -> tuple[Node, ...] | None:

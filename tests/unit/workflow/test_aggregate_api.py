@@ -298,6 +298,48 @@ def test_send_back_through_an_inclusive_split_whose_other_branch_ran_is_refused(
         ex.send_back(task, boss)
 
 
+TWO_WAYS_TO_THE_TASK = """
+id: twoways
+layout:
+  - {id: start, type: start, link: ask}
+  - {id: ask, meta: {actor: alice}, link: fork}
+  - id: fork
+    type: inclusive
+    link:
+      - {nextId: t, when: "amount > 10"}
+      - {nextId: gw, when: "amount > 100"}
+  - id: gw
+    type: exclusive
+    link:
+      - {nextId: t, when: "amount > 1000000"}
+      - {nextId: u}
+  - {id: t, meta: {role: boss}, link: merge}
+  - {id: u, meta: {role: hr}, link: v}
+  - {id: v, meta: {role: hr}, link: merge}
+  - {id: merge, type: inclusive, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_send_back_through_an_inclusive_split_that_took_a_second_branch_is_refused() -> None:
+    """The split's second branch could also lead to the task, but went elsewhere and moved
+    on (u approved, v open): going back would drop v and keep u's approval for reuse."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(TWO_WAYS_TO_THE_TASK))
+    ex = WorkflowExecutor(engine, controller())
+    for who in ({"actor": "alice"}, {"role": "hr"}):
+        c = FlowContext.of("tw-1", {"amount": 500, **who})
+        assert ex.submit_task_if_waiting(ex.claim_task("twoways", c), TaskAction.FORWARD, c)
+    boss = FlowContext.of("tw-1", {"amount": 500, "role": "boss"})
+    task = ex.claim_task("twoways", boss)
+    assert task is not None and task.node_id == "t"
+    states = ex.state_repository.states("tw-1")  # type: ignore[attr-defined]
+    with pytest.raises(SendBackError, match="the inclusive gateway 'fork'"):
+        ex.send_back(task, boss)
+    assert ex.state_repository.states("tw-1") == states  # type: ignore[attr-defined]
+    assert sorted(t.node_id for t in ex.open_tasks("tw-1")) == ["t", "v"]
+
+
 def test_send_back_inside_a_parallel_branch_is_allowed(ex: WorkflowExecutor) -> None:
     _approve(ex, "p-1", "par", actor="alice")
     _approve(ex, "p-1", "par", role="legal")
