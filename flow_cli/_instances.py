@@ -262,12 +262,12 @@ def run_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def when(value: datetime | str | None) -> str | None:
-    """A stored time as the tables show it; the text of one that is no time, marked."""
-    if isinstance(value, str):
-        text = value
-        try:
-            value = datetime.fromisoformat(text.strip())
-        except ValueError:
-            return f"not a time: {text[:40]!r}"
-    return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+def when(value: object) -> str | None:
+    """A stored time as the tables show it; what a hand edit left instead of one (SQLite
+    keeps any text or number in the column), marked."""
+    if value is None or isinstance(value, datetime):
+        return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromisoformat(str(value).strip()).strftime("%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return f"not a time: {str(value)[:40]!r}"

@@ -308,11 +308,13 @@ def _sqlite_lock(connection: sa.Connection, timeout: float, key: str) -> None:
 def time_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     """A time column as ISO 8601 text whatever the session's settings — PostgreSQL's text
     follows its ``DateStyle`` (``02/01/2024 03:04:05`` under ``SQL, DMY``), so ``to_char``
-    there, and ``'infinity'`` for an infinite time, which no driver reads as a ``datetime``;
+    there, and its own text for an infinite or BC time, which no driver reads as a ``datetime``;
     MySQL/MariaDB's ``CAST AS CHAR`` is ISO; SQLite's the stored text."""
     if dialect == "postgresql":
         iso = sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
-        return sa.case((sa.func.isfinite(column), iso), else_=sa.cast(column, sa.Text()))
+        # to_char's YYYY drops the era: a BC time must keep its own text (no driver reads it)
+        readable = sa.and_(sa.func.isfinite(column), sa.extract("year", column) >= 1)
+        return sa.case((readable, iso), else_=sa.cast(column, sa.Text()))
     return as_text(dialect, column)
 
 

@@ -73,13 +73,18 @@ def _undecodable(
     return None
 
 
-def _decodes(column_type: sa.types.TypeEngine[Any], text: str) -> bool:
-    """Whether ``text``, a value of a column of ``column_type`` read as text, decodes."""
+def _decodes(column_type: sa.types.TypeEngine[Any], value: Any) -> bool:
+    """Whether ``value``, a value of a column of ``column_type`` read as text, decodes
+    (SQLite hands back a number stored in a time or JSON column as a number: it does not)."""
+    if not isinstance(column_type, sa.DateTime | sa.JSON):
+        return True
+    if not isinstance(value, str):
+        return False
     try:
         if isinstance(column_type, sa.DateTime):
-            datetime.fromisoformat(text)
-        elif isinstance(column_type, sa.JSON):
-            json.loads(text)
+            datetime.fromisoformat(value)
+        else:
+            json.loads(value)
     except ValueError:
         return False
     return True

@@ -195,7 +195,8 @@ class TodoTable:
                 for column in (t.c[key] for key in _ROW_COLUMNS)
             )
         ).where(t.c.instant_id == instance_id)
-        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored))
+        # Locked, so that at REPEATABLE READ the rows are the latest, not the snapshot's.
+        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored.with_for_update()))
         if found == wanted:
             return False
         conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))

@@ -153,8 +153,12 @@ class _Batch:
         todo = tables.todo
         self._clear_todo = sa.delete(todo).where(todo.c.instant_id == sa.bindparam("instance_id"))
         self._r = r
-        self._index_of = sa.select(r.c.status, r.c.graph_id, r.c.finish_time, r.c.open_tasks).where(
-            r.c.instant_id == sa.bindparam("id")
+        # Locking reads, as the executor's: at REPEATABLE READ a plain one would see the
+        # batch's snapshot, older than an operation committed since on this instance.
+        self._index_of = (
+            sa.select(r.c.status, r.c.graph_id, r.c.finish_time, r.c.open_tasks)
+            .where(r.c.instant_id == sa.bindparam("id"))
+            .with_for_update()
         )
         self._todo = TodoTable(tables)
 

@@ -243,6 +243,7 @@ def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
 
     start(flow, migrated, "good-1", 300)
     start(flow, migrated, "bad-1", 300)
+    start(flow, migrated, "num-1", 300)
     engine = sa.create_engine(migrated)
     if engine.dialect.name == "sqlite":
         with engine.begin() as conn:
@@ -252,6 +253,12 @@ def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
                     "WHERE instant_id = 'bad-1'"
                 )
             )
+            conn.execute(
+                sa.text(
+                    "UPDATE bpm_flow_repository SET update_time = 1700000000 "
+                    "WHERE instant_id = 'num-1'"
+                )
+            )
     engine.dispose()
     result = flow("instances", "--db", migrated)
     assert result.code == 0, result.err
@@ -259,3 +266,4 @@ def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", lines["good-1"])
     if migrated.startswith("sqlite"):
         assert lines["bad-1"].endswith("not a time: 'garbage'")
+        assert lines["num-1"].endswith("not a time: '1700000000'")

@@ -4,6 +4,7 @@ index=False and reindex."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import threading
 from datetime import datetime
@@ -1076,6 +1077,7 @@ def _withdrawn_survives_a_full_reindex(db: sa.Engine) -> None:
     ("table", "column", "value"),
     [
         ("bpm_flow_todo", "create_time", "time"),
+        ("bpm_flow_todo", "create_time", "bc time"),
         ("bpm_flow_todo", "lineage", "json"),
         ("bpm_flow_repository", "update_time", "time"),
         ("bpm_flow_task", "create_time", "time"),
@@ -1091,6 +1093,7 @@ def test_a_value_no_driver_reads_is_a_typed_error_naming_its_instance(
         ("sqlite", "time"): "garbage",
         ("sqlite", "json"): "not json",
         ("postgresql", "time"): "infinity",
+        ("postgresql", "bc time"): "0044-03-15 BC",  # to_char's YYYY would drop the era
     }.get((db.dialect.name, value))
     if odd is None:
         pytest.skip(f"{db.dialect.name} refuses such a {value} in its column")
@@ -1188,3 +1191,66 @@ def test_send_back_through_an_inclusive_split_that_took_only_its_branch(db: sa.E
     again = FlowContext.of("in-1", {"amount": 500, "actor": "alice"})
     assert ex.submit_task_if_waiting(ex.claim_task("incl", again), TaskAction.FORWARD, again)
     assert sorted(t.node_id for t in ex.open_tasks("in-1")) == ["boss", "hr", "it"]
+
+
+def test_a_full_reindex_repairs_from_the_latest_row_not_the_batchs_snapshot(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At REPEATABLE READ (MariaDB's default) the batch's first read fixes a snapshot; an
+    approval another service commits on an instance before the pass reaches it must be what
+    the repair compares the todo rows with — else it re-inserts the task just approved."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite serializes writers on the whole file: no commit lands in a batch")
+    reindex_module = importlib.import_module("flow_sqla.reindex")
+    ex = executor(db, index=True)
+    for instance_id in ("s-first", "s-x"):
+        approve(ex, instance_id, "employee", amount=1)
+    stray = sa.text(
+        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
+        "candidate, lineage, create_time) VALUES ('s-x', 'oa', 'manager', 'Manager "
+        "approval', 0, 'actor:mallory', '[]', :t)"
+    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
+    with db.begin() as conn:
+        conn.execute(stray, {"t": datetime(2020, 1, 1)})
+    index_one = reindex_module._Batch._index
+
+    def approved_meanwhile(batch: Any, conn: Any, row: Any) -> bool:
+        if row.instant_id == "s-x":  # another service, its own transaction, committed now
+            other = threading.Thread(target=approve, args=(ex, "s-x", "manager"))
+            other.start()
+            other.join(TIMEOUT)
+        return bool(index_one(batch, conn, row))
+
+    monkeypatch.setattr(reindex_module._Batch, "_index", approved_meanwhile)
+    reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+    assert ex.status("s-x") == InstanceStatus.COMPLETED
+    assert ex.open_tasks("s-x") == []
+    assert [t.instance_id for t in ex.inbox(ctx("q", "manager"))] == ["s-first"]
+
+
+def test_a_number_in_a_sqlite_time_column_is_a_typed_error_naming_its_instance(
+    db: sa.Engine,
+) -> None:
+    """SQLite keeps a number in a DATETIME column as a number (a hand edit): the column type
+    fails with a TypeError, which must come out as the same SnapshotError as bad text."""
+    if db.dialect.name != "sqlite":
+        pytest.skip(f"{db.dialect.name} refuses a number in a time column")
+    ex = executor(db, index=True)
+    for instance_id in ("n-good", "n-bad"):
+        approve(ex, instance_id, "employee", amount=1)
+    with db.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE bpm_flow_todo SET create_time = 20240101 WHERE instant_id = 'n-bad'")
+        )
+        conn.execute(
+            sa.text(
+                "UPDATE bpm_flow_repository SET update_time = 1700000000 WHERE instant_id = 'n-bad'"
+            )
+        )
+    for read, where in (
+        (lambda: ex.open_tasks("n-bad"), "bpm_flow_todo.create_time"),
+        (lambda: ex.instances(), "bpm_flow_repository.update_time"),
+    ):
+        with pytest.raises(SnapshotError, match="'n-bad'") as raised:
+            read()
+        assert f"{where} holds" in str(raised.value)
