@@ -152,7 +152,12 @@ def utc_now() -> datetime:
 
 
 class BoundedMap(Generic[_V]):
-    """A thread-safe LRU map with a fixed capacity (the least recently used entry goes)."""
+    """A thread-safe LRU map with a fixed capacity (the least recently used entry goes).
+
+    :meth:`pop` also stamps the key, so that a value read before a pop is not put back after
+    it: take :meth:`stamp` before reading, then :meth:`put_unless_popped`. (The process cache:
+    an operation in a caller's transaction drops the entry it changed while another thread's
+    operation, done earlier, has yet to cache its older row.)"""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -160,6 +165,9 @@ class BoundedMap(Generic[_V]):
         self._capacity = capacity
         self._items: OrderedDict[str, _V] = OrderedDict()
         self._mutex = threading.Lock()
+        self._pops = 0  # pops so far: the stamp of the latest
+        self._popped: OrderedDict[str, int] = OrderedDict()  # key -> stamp of its last pop
+        self._forgotten = 0  # the latest stamp dropped from _popped (bounded like _items)
 
     def get(self, key: str) -> _V | None:
         with self._mutex:
@@ -170,14 +178,35 @@ class BoundedMap(Generic[_V]):
 
     def put(self, key: str, value: _V) -> None:
         with self._mutex:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            if len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            self._put(key, value)
+
+    def stamp(self, key: str) -> int:
+        """Where ``key`` stands in the pops: changes whenever ``key`` is popped (and,
+        rarely, when older pops are forgotten — a put is then skipped, never wrongly made)."""
+        with self._mutex:
+            return self._popped.get(key, self._forgotten)
+
+    def put_unless_popped(self, key: str, value: _V, stamp: int) -> None:
+        """Put ``value`` unless ``key`` was popped since :meth:`stamp` returned ``stamp``."""
+        with self._mutex:
+            if self._popped.get(key, self._forgotten) == stamp:
+                self._put(key, value)
 
     def pop(self, key: str) -> None:
         with self._mutex:
             self._items.pop(key, None)
+            self._pops += 1
+            self._popped[key] = self._pops
+            self._popped.move_to_end(key)
+            if len(self._popped) > self._capacity:
+                _, forgotten = self._popped.popitem(last=False)
+                self._forgotten = max(self._forgotten, forgotten)
+
+    def _put(self, key: str, value: _V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self._capacity:
+            self._items.popitem(last=False)
 
     def __contains__(self, key: object) -> bool:
         with self._mutex:

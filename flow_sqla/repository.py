@@ -343,6 +343,10 @@ class SqlStateRepository:
         saved = ctx.connection
         op: _Operation | None = None
         guard = Translating(self._dialect, instance_id)
+        # Taken before the row is read: an operation in a caller's transaction (which takes
+        # no process lock) may change the row and drop the entry after this one's COMMIT and
+        # before it caches its row, which is then older than the database's.
+        stamp = self._cache.stamp(instance_id) if self._cache is not None else 0
         try:
             # connect() + begin() is engine.begin() without its generator context manager; the
             # explicit commit lets a connection lost during COMMIT be told from one lost before.
@@ -360,7 +364,7 @@ class SqlStateRepository:
             raise
         finally:
             ctx.connection = saved
-        self._remember(op, cache=True)
+        self._remember(op, cache=True, stamp=stamp)
 
     def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id
@@ -429,12 +433,12 @@ class SqlStateRepository:
         op.states = dict(fresh.states)
         op.stored_vars = None
 
-    def _remember(self, op: _Operation | None, *, cache: bool) -> None:
+    def _remember(self, op: _Operation | None, *, cache: bool, stamp: int = 0) -> None:
         if op is None or op.final is None:
             return
         self._known.put(op.instance_id, True)
         if cache and self._cache is not None:
-            self._cache.put(op.instance_id, op.final)
+            self._cache.put_unless_popped(op.instance_id, op.final, stamp)
 
     # -- reading and writing the row ----------------------------------------------------
     def _locking_read(self, ctx: FlowContext, conn: Connection) -> StoredRow:

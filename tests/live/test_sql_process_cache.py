@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy as sa
 from _support import APPLIED_STATES, approve, count_rows, ctx, executor, migrate, raw_row
 
-from flow.workflow import ConcurrentSubmitError, TaskAction, WorkflowExecutor
+from flow.workflow import ConcurrentSubmitError, TaskAction, TaskState, WorkflowExecutor
 from flow_sqla import StaleCacheError
 
 DONE_STATES = {**APPLIED_STATES, "oa:manager": 1002}
@@ -16,6 +16,9 @@ DONE_STATES = {**APPLIED_STATES, "oa:manager": 1002}
 @pytest.fixture
 def db(engine: sa.Engine) -> sa.Engine:
     return migrate(engine)
+
+
+TIMEOUT = 30.0
 
 
 def _claim_retrying(ex: WorkflowExecutor, instance_id: str, actor: str) -> object:
@@ -99,3 +102,40 @@ def test_a_claim_served_from_the_cache_that_writes_takes_two_statements(db: sa.E
         task = ex.claim_task("oa", ctx("pc-6", "manager"))
     assert task is not None and task.node.id == "manager"
     assert counter.count == 2, counter.statements
+
+
+def test_an_operation_in_a_callers_transaction_is_not_undone_in_the_cache_by_an_earlier_one(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Operations in a caller's transaction take no process lock. One may lock the row right
+    after another thread's own operation committed — and drop the cache entry before that
+    operation caches its (now older) row; the older row must then not be cached."""
+    import threading
+
+    from flow_sqla.repository import SqlStateRepository
+
+    ex = executor(db, cache="process", index=True)
+    approve(ex, "pc-1", "employee", amount=1)
+    committed, go_on = threading.Event(), threading.Event()
+    remember = SqlStateRepository._remember
+
+    def between_commit_and_cache(self: SqlStateRepository, op: object, **kw: object) -> None:
+        if kw.get("cache") and threading.current_thread().name == "claimer":
+            committed.set()
+            go_on.wait(TIMEOUT)
+        remember(self, op, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqlStateRepository, "_remember", between_commit_and_cache)
+    claimer = threading.Thread(
+        target=ex.claim_task, args=("oa", ctx("pc-1", "manager")), name="claimer"
+    )
+    claimer.start()
+    assert committed.wait(TIMEOUT)  # the manager's claim is committed, not yet cached
+    with db.begin() as conn:  # the README pattern approves meanwhile
+        c = ctx("pc-1", "manager", conn)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+    go_on.set()
+    claimer.join(TIMEOUT)
+    assert ex.claim_task("oa", ctx("pc-1", "manager")) is None  # not the cached WAITING task
+    found = ex.find_task("oa", ctx("pc-1", "manager"))
+    assert found is None or found.state != TaskState.WAITING

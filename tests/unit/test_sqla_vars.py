@@ -76,3 +76,20 @@ def test_bounded_map_forgets_the_least_recently_used_entry() -> None:
     cache.get("a")
     cache.put("c", 3)
     assert ("a" in cache, "b" in cache, "c" in cache, len(cache)) == (True, False, True, 2)
+
+
+def test_a_value_read_before_a_pop_is_not_put_back_after_it() -> None:
+    cache: BoundedMap[int] = BoundedMap(2)
+    stamp = cache.stamp("a")
+    cache.pop("a")  # another operation changed the row meanwhile
+    cache.put_unless_popped("a", 1, stamp)
+    assert "a" not in cache
+    stamp = cache.stamp("a")
+    cache.pop("b")  # another key's pop does not matter
+    cache.put_unless_popped("a", 2, stamp)
+    assert cache.get("a") == 2
+    for key in ("c", "d", "e"):  # older pops forgotten: a put may be skipped, never wrong
+        cache.pop(key)
+    stamp = cache.stamp("z")
+    cache.put_unless_popped("z", 3, stamp)
+    assert cache.get("z") == 3
