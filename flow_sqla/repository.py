@@ -169,6 +169,11 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
+#: A held row's key: ((schema the connection's ``schema_translate_map`` sends the table to,
+#: table name), instance id) — one Connection may switch its map between operations.
+_HeldKey = tuple[tuple[str | None, str], str]
+
+
 class _HeldRows:
     """The instance rows that operations of a caller's transaction hold locked, per
     ``Connection`` and by ``(repository table, instance id)``, each with the repository that
@@ -191,7 +196,7 @@ class _HeldRows:
         )
         self._lock = threading.Lock()  # adding and dropping entries; reads need none
 
-    def get(self, conn: Connection, key: tuple[str, str], owner: object) -> StoredRow | None:
+    def get(self, conn: Connection, key: _HeldKey, owner: object) -> StoredRow | None:
         held = self._by_connection.get(conn)
         if held is None:
             return None
@@ -202,7 +207,7 @@ class _HeldRows:
         row = held.rows.get(key)
         return row[1] if row is not None and row[0] is owner else None
 
-    def put(self, conn: Connection, key: tuple[str, str], owner: object, row: StoredRow) -> None:
+    def put(self, conn: Connection, key: _HeldKey, owner: object, row: StoredRow) -> None:
         transaction = _innermost(conn)
         if transaction is None:
             return
@@ -222,11 +227,13 @@ class _HeldRows:
         with self._lock:
             self._by_connection.pop(conn, None)
 
-    def drop(self, key: tuple[str, str]) -> None:
-        """Forget the row ``key`` on every connection (the row was changed behind our back)."""
+    def drop(self, table: str, instance_id: str) -> None:
+        """Forget the instance's row of ``table`` (in any schema) on every connection: the
+        row was changed behind our back."""
         with self._lock:
             for held in list(self._by_connection.values()):
-                held.rows.pop(key, None)
+                for key in [k for k in held.rows if k[1] == instance_id and k[0][1] == table]:
+                    del held.rows[key]
 
 
 class _Held:
@@ -236,7 +243,7 @@ class _Held:
 
     def __init__(self, held_in: weakref.ref[Transaction]) -> None:
         self.held_in = held_in
-        self.rows: dict[tuple[str, str], tuple[object, StoredRow]] = {}
+        self.rows: dict[_HeldKey, tuple[object, StoredRow]] = {}
 
 
 _HELD = _HeldRows()
@@ -293,7 +300,6 @@ class SqlStateRepository:
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
         )
         self._local = _ThreadOperations()
-        self._held_table = self.tables.repository.fullname
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool, bool], Executable] = {}
@@ -397,11 +403,19 @@ class SqlStateRepository:
 
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
         """The row an earlier operation of this very transaction left, still locked."""
-        return _HELD.get(conn, (self._held_table, instance_id), self)
+        return _HELD.get(conn, self._held_key(conn, instance_id), self)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
-            _HELD.put(conn, (self._held_table, op.instance_id), self, op.final)
+            _HELD.put(conn, self._held_key(conn, op.instance_id), self, op.final)
+
+    def _held_key(self, conn: Connection, instance_id: str) -> _HeldKey:
+        table = self.tables.repository
+        schema = table.schema
+        translate = conn.get_execution_options().get("schema_translate_map")
+        if translate:
+            schema = translate.get(schema, schema)
+        return ((schema, table.name), instance_id)
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
@@ -1015,7 +1029,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        _HELD.drop((self._held_table, instance_id))
+        _HELD.drop(self.tables.repository.name, instance_id)
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

@@ -232,3 +232,36 @@ def test_a_schema_translate_map_sends_every_statement_to_the_tenant_schema(
             conn.execute(
                 sa.schema.DropSchema(tenant_schema, cascade=db.dialect.name == "postgresql")
             )
+
+
+def test_a_connection_switching_its_schema_map_does_not_reuse_another_tenants_row(
+    db: sa.Engine,
+) -> None:
+    """``Connection.execution_options(schema_translate_map=...)`` changes the connection in
+    place: a row held for one tenant's table must not serve the same id in another's."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite has schemas only as ATTACHed files")
+    tenant_schema = f"{db.url.database}_tb" if db.dialect.name != "postgresql" else "tb"
+    with db.begin() as conn:
+        conn.execute(sa.schema.CreateSchema(tenant_schema))
+    try:
+        FlowTables().metadata.create_all(
+            db.execution_options(schema_translate_map={None: tenant_schema})
+        )
+        ex = executor(db, index=True)
+        with db.connect() as conn, conn.begin():
+            c = ctx("sw-1", "employee", conn, amount=10)
+            assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+            conn.execution_options(schema_translate_map={None: tenant_schema})
+            assert ex.claim_task("oa", ctx("sw-1", "manager", conn)) is None  # unknown there
+        with db.connect() as conn:
+            held = conn.execute(
+                sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.bpm_flow_repository")
+            ).scalar()
+        assert held == 0
+        assert [t.node_id for t in ex.open_tasks("sw-1")] == ["manager"]
+    finally:
+        with db.begin() as conn:
+            conn.execute(
+                sa.schema.DropSchema(tenant_schema, cascade=db.dialect.name == "postgresql")
+            )
