@@ -267,7 +267,9 @@ def when(value: object) -> str | None:
     keeps any text or number in the column), marked."""
     if value is None or isinstance(value, datetime):
         return None if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
-    try:
-        return datetime.fromisoformat(str(value).strip()).strftime("%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        return f"not a time: {str(value)[:40]!r}"
+    if isinstance(value, str):  # read as text: ISO when it is a time
+        try:
+            return datetime.fromisoformat(value.strip()).strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            pass
+    return f"not a time: {str(value)[:40]!r}"  # a number is never one (as the library says)

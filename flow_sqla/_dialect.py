@@ -361,6 +361,12 @@ class DialectOps:
         #: locks and returns the row of ``'Inv-7'`` — another instance (``IdCollationError``,
         #: raised by ``SqlStateRepository._fetch_locked``).
         self.reads_back_id: bool = self._mysql_family
+        #: The isolation a maintenance pass (a full reindex) runs at, so that its plain reads
+        #: see the latest commit without locking ranges: REPEATABLE READ (MySQL/MariaDB's
+        #: default) would read the pass's first snapshot, and a locking read of an instance's
+        #: todo rows locks the gap after them — new tasks of neighbouring instances would wait
+        #: for the whole batch. PostgreSQL's default is already READ COMMITTED; SQLite has one.
+        self.maintenance_isolation: str | None = "READ COMMITTED" if self._mysql_family else None
         if self.reads_back_id:
             self._lock_columns.append(table.c.instant_id)
         # How the task index's writes fold into the instance row's UPDATE (one round trip

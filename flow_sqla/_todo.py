@@ -195,8 +195,9 @@ class TodoTable:
                 for column in (t.c[key] for key in _ROW_COLUMNS)
             )
         ).where(t.c.instant_id == instance_id)
-        # Locked, so that at REPEATABLE READ the rows are the latest, not the snapshot's.
-        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored.with_for_update()))
+        # A plain read: ``conn`` reads the latest commits (a full reindex runs its batches
+        # at READ COMMITTED); a locking one would lock the gap after the instance's rows.
+        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored))
         if found == wanted:
             return False
         conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))

@@ -95,7 +95,7 @@ def reindex(
         # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
         # never a SQLAlchemy exception type.
         guard = Translating(ops, None)
-        with guard, db.connect() as conn, conn.begin() as trans:
+        with guard, db.connect() as conn, _for_maintenance(conn, ops).begin() as trans:
             window, wanted, done = batch.run(conn, last, batch_size)
             guard.committing = True  # what fails from here on is the COMMIT
             commit(conn, trans)
@@ -108,6 +108,14 @@ def reindex(
             checkpoint(last)
         if progress is not None:
             progress(seen, indexed)
+
+
+def _for_maintenance(conn: Connection, ops: DialectOps) -> Connection:
+    """``conn`` at the isolation its batch reads the latest commits at without range locks
+    (READ COMMITTED on MySQL/MariaDB; the pool resets it when the connection goes back)."""
+    if ops.maintenance_isolation is not None:
+        conn.execution_options(isolation_level=ops.maintenance_isolation)
+    return conn
 
 
 class _Batch:
@@ -153,8 +161,8 @@ class _Batch:
         todo = tables.todo
         self._clear_todo = sa.delete(todo).where(todo.c.instant_id == sa.bindparam("instance_id"))
         self._r = r
-        # Locking reads, as the executor's: at REPEATABLE READ a plain one would see the
-        # batch's snapshot, older than an operation committed since on this instance.
+        # The row as the executor just locked and wrote it (the batch runs at READ COMMITTED
+        # on MySQL/MariaDB, whose REPEATABLE READ would read the batch's first snapshot).
         self._index_of = (
             sa.select(r.c.status, r.c.graph_id, r.c.finish_time, r.c.open_tasks)
             .where(r.c.instant_id == sa.bindparam("id"))

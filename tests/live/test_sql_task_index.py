@@ -1254,3 +1254,70 @@ def test_a_number_in_a_sqlite_time_column_is_a_typed_error_naming_its_instance(
         with pytest.raises(SnapshotError, match="'n-bad'") as raised:
             read()
         assert f"{where} holds" in str(raised.value)
+
+
+REVIEW = """
+id: rv
+layout:
+  - {id: start, type: start, link: review}
+  - {id: review, meta: {actor: employee}, link: approve}
+  - {id: approve, meta: {actor: manager}, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_a_full_reindex_does_not_hold_neighbouring_instances_new_tasks(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forward on an instance later in the batch opens a todo row whose key sorts right
+    after an instance the batch already checked; it must not wait for the batch (at
+    MySQL/MariaDB's REPEATABLE READ a locking read of the checked rows locked that gap, and
+    the batch then deadlocked on the forwarded instance's row)."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite serializes writers on the whole file: no commit lands in a batch")
+    engine = FlowEngine()
+    engine.load(Graph.from_text(REVIEW))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController("actor"), index=True)
+    for instance_id in ("g-b", "g-c", "g-d"):  # one batch; todo keys g-b < g-c < g-d
+        assert ex.claim_task("rv", FlowContext.of(instance_id, {"actor": "employee"}))
+    short_wait = (
+        {"options": "-c lock_timeout=1000"}
+        if db.dialect.name == "postgresql"
+        else {"init_command": "SET SESSION innodb_lock_wait_timeout = 1"}
+    )
+    impatient = sa.create_engine(db.url, connect_args=short_wait)
+    other = sql_workflow(
+        impatient, engine, state_controller=ActorStateController("actor"), index=True
+    )
+    outcome: list[object] = []
+
+    def forward() -> None:
+        c = FlowContext.of("g-c", {"actor": "employee"})
+        try:
+            outcome.append(
+                other.submit_task_if_waiting(other.claim_task("rv", c), TaskAction.FORWARD, c)
+            )
+        except ConcurrentSubmitError as exc:
+            outcome.append(exc)
+
+    reindex_module = importlib.import_module("flow_sqla.reindex")
+    index_one = reindex_module._Batch._index
+
+    def forward_after_the_first(batch: Any, conn: Any, row: Any) -> bool:
+        done = bool(index_one(batch, conn, row))
+        if row.instant_id == "g-b":  # another service forwards g-c now, inside the batch
+            thread = threading.Thread(target=forward)
+            thread.start()
+            thread.join(TIMEOUT)
+        return done
+
+    monkeypatch.setattr(reindex_module._Batch, "_index", forward_after_the_first)
+    try:
+        assert (
+            reindex(db, engine, state_controller=ActorStateController("actor"), everything=True)
+            == 3
+        )
+    finally:
+        impatient.dispose()
+    assert outcome == [True]
+    assert [t.node_id for t in ex.open_tasks("g-c")] == ["approve"]
