@@ -68,6 +68,28 @@ def _index_rows(db: sa.Engine) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in todo] + [tuple(r) for r in status]
 
 
+def _stray_todo_row(
+    db: sa.Engine, instance_id: str, node_id: str, title: str, state: int, candidate: str
+) -> None:
+    """A todo row no task of the instance has (another writer's, or a hand edit)."""
+    stray = sa.text(
+        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
+        "candidate, lineage, create_time) VALUES (:i, 'oa', :n, :title, :s, :c, '[]', :t)"
+    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
+    with db.begin() as conn:
+        conn.execute(
+            stray,
+            {
+                "i": instance_id,
+                "n": node_id,
+                "title": title,
+                "s": state,
+                "c": candidate,
+                "t": datetime(2020, 1, 1),
+            },
+        )
+
+
 # -- §6 invariants -----------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", [1, 2])
 def test_invariants_hold_after_every_operation_of_a_random_walk(db: sa.Engine, seed: int) -> None:
@@ -997,13 +1019,7 @@ def test_an_unreadable_stored_index_is_a_typed_error_and_a_full_reindex_rebuilds
     before = _index_rows(db)
     # Another writer damages the row's index and leaves a todo row no task has.
     _set_row(db, "ix-bad", **damage)
-    stale = sa.text(
-        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
-        "candidate, lineage, create_time) VALUES ('ix-bad', 'oa', 'stale', 'Stale', "
-        "1001, 'actor:manager', '[]', :t)"
-    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
-    with db.begin() as conn:
-        conn.execute(stale, {"t": datetime(2020, 1, 1)})
+    _stray_todo_row(db, "ix-bad", "stale", "Stale", 1001, "actor:manager")
     if "status" in damage:
         with pytest.raises(SnapshotError, match="'ix-bad'"):
             ex.status("ix-bad")
@@ -1149,11 +1165,7 @@ def test_a_full_reindex_repairs_todo_rows_edited_by_hand_and_leaves_the_others(
     claimed = ctx("r-edited", "manager")
     assert ex.claim_task("oa", claimed) is not None  # WAITING: its row's state re-stated
     expected = _todo_rows(db)
-    stray = sa.text(
-        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
-        "candidate, lineage, create_time) VALUES ('r-stray', 'oa', 'manager', 'Manager "
-        "approval', 0, 'actor:mallory', '[]', :t)"
-    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
+    _stray_todo_row(db, "r-stray", "manager", "Manager approval", 0, "actor:mallory")
     with db.begin() as conn:
         conn.execute(sa.text("DELETE FROM bpm_flow_todo WHERE instant_id = 'r-gone'"))
         conn.execute(
@@ -1162,7 +1174,6 @@ def test_a_full_reindex_repairs_todo_rows_edited_by_hand_and_leaves_the_others(
                 "WHERE instant_id = 'r-edited'"
             )
         )
-        conn.execute(stray, {"t": datetime(2020, 1, 1)})
     assert reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True) == 4
     after = _todo_rows(db)
     # The good instance's row is untouched (same id); the repaired ones are new rows with
@@ -1205,13 +1216,7 @@ def test_a_full_reindex_repairs_from_the_latest_row_not_the_batchs_snapshot(
     ex = executor(db, index=True)
     for instance_id in ("s-first", "s-x"):
         approve(ex, instance_id, "employee", amount=1)
-    stray = sa.text(
-        "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
-        "candidate, lineage, create_time) VALUES ('s-x', 'oa', 'manager', 'Manager "
-        "approval', 0, 'actor:mallory', '[]', :t)"
-    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))  # typed: see _set_row
-    with db.begin() as conn:
-        conn.execute(stray, {"t": datetime(2020, 1, 1)})
+    _stray_todo_row(db, "s-x", "manager", "Manager approval", 0, "actor:mallory")
     index_one = reindex_module._Batch._index
 
     def approved_meanwhile(batch: Any, conn: Any, row: Any) -> bool:
