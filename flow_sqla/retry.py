@@ -87,35 +87,54 @@ def run_in_transaction(
     Never lets a driver or SQLAlchemy exception out. Raises
     :class:`~flow.workflow.ConcurrentSubmitError` when every attempt lost a conflict,
     :class:`~flow_sqla.errors.CommitOutcomeUnknownError` when the connection was lost during
-    ``COMMIT`` (and ``fn`` is not idempotent, or that was the last attempt),
+    ``COMMIT`` (and ``fn`` is not idempotent, or no later attempt completed — the node may
+    still be down: the earlier ``COMMIT`` may have succeeded),
     :class:`~flow_sqla.errors.RepositoryError` for any other database error (in each case with
     the cause chained), whatever ``fn`` raised itself otherwise (after the rollback), and
     ``ValueError`` when ``attempts`` is below 1.
     """
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
+    # Once a COMMIT's outcome is unknown, only an attempt that completes settles it: a later
+    # one that fails any other way (the node is still down) leaves it unknown.
+    unknown: CommitOutcomeUnknownError | None = None
     for attempt in range(1, attempts + 1):
         try:
             return _run_once(bind, fn)
         except CommitOutcomeUnknownError as error:
             if not idempotent or attempt == attempts:
                 raise
+            unknown = unknown or error
             last: FlowError = error
         except FlowError as error:
-            if not is_retryable(error):
-                raise
-            last = error
-            if attempt == attempts:
+            if not is_retryable(error) or attempt == attempts:
+                if unknown is not None:
+                    raise _still_unknown(unknown, error) from error
+                if not is_retryable(error):
+                    raise
                 instance_id = getattr(error, "instance_id", "") or ""
                 raise ConcurrentSubmitError(
                     instance_id,
                     f"Gave up after {attempts} attempts, each lost to a concurrent "
                     f"transaction; the last: {error}",
                 ) from error
+            last = error
         if on_retry is not None:
             on_retry(attempt, last)
         _sleep(backoff(attempt))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _still_unknown(
+    unknown: CommitOutcomeUnknownError, error: FlowError
+) -> CommitOutcomeUnknownError:
+    """The error for a unit whose ``COMMIT`` outcome was unknown and whose re-run, which
+    would have settled it, failed with ``error`` (raise it ``from error``)."""
+    instance_id = getattr(error, "instance_id", None) or unknown.instance_id
+    return CommitOutcomeUnknownError(
+        f"{unknown.detail}; running the unit again to settle it failed: {error}",
+        instance_id=instance_id,
+    )
 
 
 def backoff(attempt: int) -> float:

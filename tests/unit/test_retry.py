@@ -270,6 +270,33 @@ def test_commit_outcome_unknown_is_rerun_only_when_idempotent(
     assert len(delays) == 1
 
 
+@pytest.mark.parametrize(
+    "then",
+    [
+        RepositoryError('Database error OperationalError: (2003, "Can\'t connect")'),
+        ConcurrentSubmitError("i-1", "lost to a concurrent transaction"),
+    ],
+)
+def test_an_unknown_commit_outcome_stays_unknown_when_no_rerun_completes(
+    engine: sa.Engine, delays: list[float], then: Exception
+) -> None:
+    """The re-run of an idempotent unit is what settles a lost COMMIT; when it cannot run
+    (the node is still down) or keeps losing, the earlier COMMIT may still have committed:
+    the caller must not be told "did not commit" by a plain RepositoryError."""
+    calls: list[int] = []
+
+    def fn(conn: sa.Connection) -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise CommitOutcomeUnknownError("OperationalError: (2013, 'Lost connection')")
+        raise then
+
+    with pytest.raises(CommitOutcomeUnknownError, match="to settle it failed") as raised:
+        run_in_transaction(engine, fn, attempts=3, idempotent=True)
+    assert raised.value.__cause__ is then
+    assert "Lost connection" in str(raised.value)
+
+
 @pytest.mark.parametrize("attempts", [0, -1])
 def test_attempts_below_one_are_refused(engine: sa.Engine, attempts: int) -> None:
     with pytest.raises(ValueError, match="attempts must be at least 1"):
