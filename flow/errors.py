@@ -78,8 +78,10 @@ class StepBudgetError(FlowError):
         super().__init__(
             f"Step budget of {budget} nodes exceeded at node {node_id!r} of graph {graph_id!r} "
             f"(instance {instance_id!r}): the walk goes round a cycle that no waiting task "
-            "breaks; send work back with TaskAction.BACK/BACK_JUMP instead of an edge, or raise "
-            "WorkflowExecutor(max_steps=...)"
+            "breaks, or its splits fan out into more paths than that (splits without a join "
+            "repeat everything after them per branch); send work back with "
+            "TaskAction.BACK/BACK_JUMP instead of an edge, join branches with a gateway, or "
+            "raise WorkflowExecutor(max_steps=...)"
         )
 
 

@@ -119,6 +119,12 @@ def _parse_yaml(text: str) -> Any:
         ) from None
 
 
+#: The largest integer Python turns into decimal text by default (4,300 digits), and a bit
+#: length below which every integer is smaller (the cheap test comes first).
+_MAX_INT = 10**4300 - 1
+_SMALL_BITS = 14_000
+
+
 def check_document(data: Any, graph_id: str) -> None:
     """Refuse a document nested deeper than :data:`MAX_DEPTH`, expanding to more than
     :data:`MAX_VALUES` values, or referring to itself — in time linear in its *distinct*
@@ -136,6 +142,17 @@ class _Measure:
 
     def size(self, value: Any, depth: int) -> tuple[int, int]:
         if not isinstance(value, Mapping | list | tuple | set | frozenset):
+            if (
+                isinstance(value, int)
+                and value.bit_length() > _SMALL_BITS
+                and abs(value) > _MAX_INT
+            ):
+                # YAML's hex, octal and sexagesimal forms reach any size (Python limits only
+                # decimal text); such an int could never be written back as YAML or JSON.
+                self._fail(
+                    "holds an integer of more than 4,300 decimal digits (Python's limit for "
+                    "turning integers into text)"
+                )
             return 1, 0
         key = id(value)
         found = self.known.get(key)

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 
 from flow.graph import Graph
-from flow.workflow.errors import InvalidInstanceIdError
+from flow.workflow.errors import InvalidInstanceIdError, InvalidQueryError
 from flow_sqla.errors import UnstorableGraphError, UnstorableValueError
 from flow_sqla.tables import ID_LENGTH
 
@@ -81,8 +81,13 @@ def check_instance_id(instance_id: str) -> str:
 
 
 def check_readable(value: str, field: str) -> str:
-    """A value used only to look rows up: it must be valid UTF-8 (any length: a longer one
-    simply matches nothing)."""
+    """A value used only to look rows up: a string (an instance id that is not one is an
+    :class:`InvalidInstanceIdError`, as for the executor's reads; any other field an
+    :class:`InvalidQueryError`), valid UTF-8 (any length: a longer one matches nothing)."""
+    if not isinstance(value, str):
+        if field == "instance id":
+            raise InvalidInstanceIdError(value)
+        raise InvalidQueryError(f"{field} must be a string, got {type(value).__name__}")
     problem = encoding_problem(value)
     if problem is not None:
         raise UnstorableValueError(field, problem, value=value)

@@ -104,10 +104,12 @@ def frontier(
     driver.root = graph
     # The graph driver's own node callbacks are for real walks (they may log or count).
     driver._inner_on_start = driver._inner_on_end = False
-    # It follows every branch (a claim's walk stops at the first task): its budget is the
-    # executor's per node of the graph, still a bound for a cycle that no task breaks.
+    # It follows every branch (a claim's walk stops at the first task): the executor's
+    # per-walk budget plus two passes over the graph for the branches a claim leaves. (The
+    # budget once grew with the graph — per node of it — and let a cycle no task breaks, or
+    # an exponential fan of splits, run for a minute holding the row lock.)
     budget = executor.max_steps
-    steps = None if budget is None else budget * max(1, len(graph.nodes))
+    steps = None if budget is None else budget + 2 * len(graph.nodes)
     intent = executor._walk(
         graph, probe_context(ctx, data), IntentType.FIND_NEXT_TASKS, driver, max_steps=steps
     )

@@ -233,3 +233,26 @@ def test_switching_to_plain_json_reads_tagged_rows_then_rewrites_them_as_strings
     assert approve(_workflow(db, plain_json=True), "mix-1", "manager")
     restored = plain_repo.restore_context("mix-1")
     assert {k: restored.get(k) for k in PLAIN} == PLAIN
+
+
+@pytest.mark.parametrize("bad", [None, 5, b"x", ["a"]])
+def test_reads_given_an_id_that_is_not_a_string_raise_typed_errors(db: sa.Engine, bad: Any) -> None:
+    """As the executor's own reads do: never an AttributeError from deep inside a check."""
+    from flow.workflow import InvalidInstanceIdError, InvalidQueryError
+
+    ex = executor(db, index=True)
+    repository = ex.state_repository
+    assert isinstance(repository, SqlStateRepository)
+    recorder = TaskHistoryRecorder(db)
+    for read in (
+        lambda: recorder.history(bad),
+        lambda: repository.restore_context(bad),
+        lambda: repository.states(bad),
+        lambda: repository.load_snapshot(bad),
+        lambda: ex.status(bad),
+        lambda: ex.open_tasks(bad),
+    ):
+        with pytest.raises(InvalidInstanceIdError):
+            read()
+    with pytest.raises(InvalidQueryError, match="assignee must be a string"):
+        recorder.by_assignee(bad)

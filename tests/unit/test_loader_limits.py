@@ -275,3 +275,29 @@ def test_a_graph_file_that_reports_no_size_is_read_only_up_to_the_limit(tmp_path
     endless.symlink_to("/dev/zero")
     with pytest.raises(GraphDefinitionError, match="longer than"):
         Graph.from_file(endless)
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "0x" + "f" * 5000,  # hexadecimal: no digit limit when parsed, 6,000 decimal digits
+        "-0x" + "f" * 3600,
+        '!!int "1:' + "59:" * 3000 + '59"',  # sexagesimal
+    ],
+)
+def test_an_integer_too_long_to_write_as_text_is_refused_at_load(number: str) -> None:
+    """YAML's other integer forms reach any size; such a graph could never be written back
+    as YAML or JSON (Python's 4,300-digit limit), so it is refused when loaded, as the
+    decimal form is."""
+    text = f"id: g\nlayout:\n  - {{id: s, type: start, meta: {{n: {number}}}}}\n"
+    with pytest.raises(GraphDefinitionError, match="more than 4,300 decimal digits"):
+        Graph.from_text(text)
+
+
+def test_an_integer_of_4300_digits_loads_and_is_written_back() -> None:
+    for number in ("9" * 4300, "-0x" + "f" * 3570):
+        graph = Graph.from_text(
+            f"id: g\nlayout:\n  - {{id: s, type: start, meta: {{n: {number}}}}}\n"
+        )
+        again = Graph.from_text(graph.to_yaml())
+        assert again.get_node_or_throw("s").meta["n"] == graph.get_node_or_throw("s").meta["n"]

@@ -264,3 +264,48 @@ def test_a_submit_whose_automatic_successors_cycle_ends_at_the_same_budget() -> 
     with pytest.raises(ExpressionError, match="max_operation_work"):
         ex.submit_task(task, TaskAction.FORWARD, alice)
     assert ex.claim_task(graph, alice).node.id == "t"  # nothing of the submit was kept
+
+
+def test_the_open_task_walk_gets_a_budget_that_does_not_grow_with_the_graph() -> None:
+    """The claim's own walk stops at `h`; the walk that computes the open tasks follows the
+    parallel sibling into a cycle of gateways. Its budget is the executor's plus two passes
+    over the nodes — once it was the executor's per node (20 M steps here, a minute holding
+    the row lock)."""
+    chain = "\n".join(
+        f"  - {{id: q{i}, meta: {{actor: clerk}}, link: q{i + 1}}}" for i in range(200)
+    )
+    text = f"""
+id: hidden
+layout:
+  - {{id: s, type: start, link: p}}
+  - {{id: p, type: parallel, link: [h, c1]}}
+  - {{id: h, meta: {{actor: boss}}, link: q0}}
+  - {{id: c1, type: exclusive, link: c2}}
+  - {{id: c2, type: exclusive, link: c1}}
+{chain}
+  - {{id: q200, meta: {{actor: clerk}}, link: e}}
+  - {{id: e, type: end}}
+"""
+    executor, graph = _executor(text, max_steps=1_000)
+    with pytest.raises(StepBudgetError) as raised:
+        executor.claim_task(graph, FlowContext.of("i1", {"actor": "boss"}))
+    assert raised.value.budget == 1_000 + 2 * len(graph.nodes)
+
+
+def test_splits_without_a_join_in_a_row_end_like_a_cycle_and_say_so() -> None:
+    """30 parallel splits in a row, each branch running into the next split: 2^30 paths. No
+    cycle, nothing `validate()` flags; the budget ends the walk and its message names both
+    causes."""
+    layers = []
+    for i in range(30):
+        layers += [
+            f"  - {{id: p{i}, type: parallel, link: [a{i}, b{i}]}}",
+            f"  - {{id: a{i}, link: m{i}}}",
+            f"  - {{id: b{i}, link: m{i}}}",
+            f"  - {{id: m{i}, link: {'p' + str(i + 1) if i < 29 else 'h'}}}",
+        ]
+    text = "id: fan\nlayout:\n  - {id: s, type: start, link: p0}\n" + "\n".join(layers)
+    text += "\n  - {id: h, meta: {actor: boss}, link: e}\n  - {id: e, type: end}\n"
+    executor, graph = _executor(text, max_steps=5_000)
+    with pytest.raises(StepBudgetError, match="fan out into more paths"):
+        executor.claim_task(graph, FlowContext.of("i1", {"actor": "boss"}))
