@@ -318,6 +318,12 @@ def time_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[A
     return as_text(dialect, column)
 
 
+def stored_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """A column read as the text it holds: :func:`time_text` for a time, else :func:`as_text`."""
+    reader = time_text if isinstance(column.type, sa.DateTime) else as_text
+    return reader(dialect, column).label(column.key)
+
+
 def as_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     """Any column read as its text: SQLite hands back what it stores; the others cast."""
     if dialect == "sqlite":
@@ -686,5 +692,6 @@ __all__ = [
     "is_driver_error",
     "json_dumps",
     "migration_lock",
+    "stored_text",
     "time_text",
 ]

@@ -80,13 +80,18 @@ def check_instance_id(instance_id: str) -> str:
     return check_id(instance_id, "instance id", instance_id=None)
 
 
+def check_readable_instance_id(instance_id: str) -> str:
+    """An instance id used only to look rows up: :class:`InvalidInstanceIdError` when it is
+    not a string, as for the executor's reads; else as :func:`check_readable`."""
+    if not isinstance(instance_id, str):
+        raise InvalidInstanceIdError(instance_id)
+    return check_readable(instance_id, "instance id")
+
+
 def check_readable(value: str, field: str) -> str:
-    """A value used only to look rows up: a string (an instance id that is not one is an
-    :class:`InvalidInstanceIdError`, as for the executor's reads; any other field an
-    :class:`InvalidQueryError`), valid UTF-8 (any length: a longer one matches nothing)."""
+    """A value used only to look rows up: a string (else :class:`InvalidQueryError`), valid
+    UTF-8 (any length: a longer one matches nothing)."""
     if not isinstance(value, str):
-        if field == "instance id":
-            raise InvalidInstanceIdError(value)
         raise InvalidQueryError(f"{field} must be a string, got {type(value).__name__}")
     problem = encoding_problem(value)
     if problem is not None:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from flow.errors import SnapshotError
-from flow_sqla._dialect import as_text, time_text
+from flow_sqla._dialect import stored_text
 from flow_sqla._limits import display_text
 
 #: What a column type or driver raises for a stored value it cannot decode.
@@ -52,17 +52,12 @@ def _undecodable(
     ``None`` when every value decodes (the failure was something else)."""
     columns = list(stmt.selected_columns)
     dialect = conn.dialect.name
-    texts = stmt.with_only_columns(
-        *(
-            (time_text if isinstance(c.type, sa.DateTime) else as_text)(dialect, c).label(c.key)
-            for c in columns
-        )
-    )
+    texts = stmt.with_only_columns(*(stored_text(dialect, column) for column in columns))
     for row in conn.execute(texts).all():
         values = dict(zip((column.key for column in columns), row, strict=True))
         for column in columns:
             text = values[column.key]
-            if text is not None and not _decodes(column.type, text):
+            if text is not None and decoded(column.type, text) is UNREADABLE:
                 instance = next((values[k] for k in _INSTANCE_COLUMNS if values.get(k)), None)
                 return SnapshotError(
                     f"{table}.{column.key} holds {display_text(str(text), 40)!r}, which is not "
@@ -73,21 +68,25 @@ def _undecodable(
     return None
 
 
-def _decodes(column_type: sa.types.TypeEngine[Any], value: Any) -> bool:
-    """Whether ``value``, a value of a column of ``column_type`` read as text, decodes
-    (SQLite hands back a number stored in a time or JSON column as a number: it does not)."""
+#: What :func:`decoded` returns for a value that does not decode.
+UNREADABLE: Any = object()
+
+
+def decoded(column_type: sa.types.TypeEngine[Any], value: Any) -> Any:
+    """``value``, a value of a column of ``column_type`` read as text, decoded as the column
+    reads it — a time or a JSON value; other columns' values as they are — or
+    :data:`UNREADABLE` (SQLite hands back a number stored in a time or JSON column as a
+    number: it does not decode either)."""
     if not isinstance(column_type, sa.DateTime | sa.JSON):
-        return True
+        return value
     if not isinstance(value, str):
-        return False
+        return UNREADABLE
     try:
         if isinstance(column_type, sa.DateTime):
-            datetime.fromisoformat(value)
-        else:
-            json.loads(value)
+            return datetime.fromisoformat(value)
+        return json.loads(value)
     except ValueError:
-        return False
-    return True
+        return UNREADABLE
 
 
-__all__ = ["fetch_rows"]
+__all__ = ["UNREADABLE", "decoded", "fetch_rows"]

@@ -11,7 +11,6 @@ two instances deadlock at REPEATABLE READ).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,10 +27,10 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import ExactlyEqual, IndexMerge, as_text, time_text
+from flow_sqla._dialect import ExactlyEqual, IndexMerge, stored_text
 from flow_sqla._limits import check_id, display_text
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._reads import fetch_rows
+from flow_sqla._reads import decoded, fetch_rows
 from flow_sqla._rows import stored_status
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
@@ -182,31 +181,39 @@ class TodoTable:
         they are not — rows deleted, added or edited by hand, values that no longer read —
         by deleting them all and inserting the right ones (which then sort as new in the
         inboxes). Returns whether it did; rows that match are left as they are."""
-        wanted = _rows_by_key(
-            row for task in stored.tasks for row in _rows(instance_id, stored.graph_id, task)
-        )
-        t = self._todo
-        name = conn.dialect.name
-        as_stored = sa.select(
-            *(
-                (time_text if column.key == "create_time" else as_text)(name, column).label(
-                    column.key
-                )
-                for column in (t.c[key] for key in _ROW_COLUMNS)
-            )
-        ).where(t.c.instant_id == instance_id)
-        # A plain read: ``conn`` reads the latest commits (a full reindex runs its batches
-        # at READ COMMITTED); a locking one would lock the gap after the instance's rows.
-        found = _rows_by_key(row._asdict() for row in conn.execute(as_stored))
-        if found == wanted:
-            return False
-        conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))
         inserted = [
             row for task in stored.tasks for row in _rows(instance_id, stored.graph_id, task)
         ]
+        t = self._todo
+        name = conn.dialect.name
+        as_stored = sa.select(*(stored_text(name, t.c[key]) for key in _ROW_COLUMNS)).where(
+            t.c.instant_id == instance_id
+        )
+        # A plain read: ``conn`` reads the latest commits (a full reindex runs its batches
+        # at READ COMMITTED); a locking one would lock the gap after the instance's rows.
+        found = self._by_key(row._asdict() for row in conn.execute(as_stored))
+        if found == self._by_key(inserted):
+            return False
+        conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))
         if inserted:
             self._prepared.get(conn, self._insert).execute_many(conn, inserted)
         return True
+
+    def _by_key(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, ...]]:
+        """Todo rows (as written, or read back as text) by ``(node_id, candidate)``, each as
+        the comparable tuple of its other values."""
+        c = self._todo.c
+        by_key: dict[tuple[str, str], tuple[Any, ...]] = {}
+        for row in rows:
+            state = row["state"]
+            by_key[(str(row["node_id"]), str(row["candidate"]))] = (
+                str(row["graph_id"]),
+                row["node_name"],
+                int(state) if str(state).lstrip("-").isdigit() else None,
+                _as_read(c.lineage.type, row["lineage"]),
+                _whole_seconds(_as_read(c.create_time.type, row["create_time"])),
+            )
+        return by_key
 
     def merged(
         self, row_update: sa.Update, changes: TodoChanges, how: IndexMerge
@@ -459,39 +466,14 @@ def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, 
     ]
 
 
-def _rows_by_key(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, ...]]:
-    """Todo rows (as written, or read back as text) by ``(node_id, candidate)``, each as the
-    comparable tuple of its other values; a value that does not read compares as ``None``."""
-    by_key: dict[tuple[str, str], tuple[Any, ...]] = {}
-    for row in rows:
-        lineage, opened = row["lineage"], row["create_time"]
-        if isinstance(lineage, str):
-            lineage = _json_or_none(lineage)
-        if isinstance(opened, str):
-            opened = _time_or_none(opened)
-        state = row["state"]
-        by_key[(str(row["node_id"]), str(row["candidate"]))] = (
-            str(row["graph_id"]),
-            row["node_name"],
-            int(state) if str(state).lstrip("-").isdigit() else None,
-            lineage,
-            opened.replace(microsecond=0) if isinstance(opened, datetime) else None,
-        )
-    return by_key
+def _as_read(column_type: sa.types.TypeEngine[Any], value: Any) -> Any:
+    """A value as written (a list, a time) or read back as text, decoded alike."""
+    return decoded(column_type, value) if isinstance(value, str) else value
 
 
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _time_or_none(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text.strip())
-    except ValueError:
-        return None
+def _whole_seconds(value: Any) -> datetime | None:
+    """A time to the second (a ``DATETIME`` column keeps no fraction); anything else ``None``."""
+    return value.replace(microsecond=0) if isinstance(value, datetime) else None
 
 
 def check_candidates(instance_id: str, before: InstanceIndex | None, after: InstanceIndex) -> None:

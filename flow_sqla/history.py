@@ -29,6 +29,7 @@ from flow_sqla._limits import (
     check_id,
     check_message,
     check_readable,
+    check_readable_instance_id,
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
@@ -173,7 +174,7 @@ class TaskHistoryRecorder:
         last ``id`` of a page as ``after_id`` for the next one (keyset paging on ``id``, as
         fast on page 100 as on page 1). Raises :class:`InvalidArgumentError` for a ``limit``
         below 1 or a non-integer ``after_id``."""
-        check_readable(instance_id, "instance id")
+        check_readable_instance_id(instance_id)
         t = self._table
         stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)
         if after_id is not None:

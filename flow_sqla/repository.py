@@ -43,7 +43,13 @@ from flow_sqla._dialect import (
     json_dumps,
 )
 from flow_sqla._engine import engine_for
-from flow_sqla._limits import GraphChecks, check_id, check_instance_id, check_readable
+from flow_sqla._limits import (
+    GraphChecks,
+    check_id,
+    check_instance_id,
+    check_readable,
+    check_readable_instance_id,
+)
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import (
     BoundedMap,
@@ -330,7 +336,7 @@ class SqlStateRepository:
             return
         check_instance_id(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
-            yield from self._joined(ctx, ctx.connection, lock)
+            yield from self._joined(ctx, ctx.connection)
         else:
             yield from self._owned(ctx, lock)
 
@@ -372,7 +378,7 @@ class SqlStateRepository:
             ctx.connection = saved
         self._remember(op, cache=True, stamp=stamp)
 
-    def _joined(self, ctx: FlowContext, conn: Connection, lock: bool) -> Iterator[None]:
+    def _joined(self, ctx: FlowContext, conn: Connection) -> Iterator[None]:
         instance_id = ctx.instance_id
         # A closed or invalidated connection fails already here (ResourceClosedError,
         # PendingRollbackError): a RepositoryError too.
@@ -921,12 +927,12 @@ class SqlStateRepository:
             return self._todo.inbox(conn, identities, graph_id, limit, after)
 
     def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
-        check_readable(instance_id, "instance id")
+        check_readable_instance_id(instance_id)
         with self._query(instance_id) as conn:
             return self._todo.open_tasks(conn, instance_id)
 
     def index_status(self, instance_id: str) -> InstanceStatus | None:
-        check_readable(instance_id, "instance id")
+        check_readable_instance_id(instance_id)
         with self._query(instance_id) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
         return None if code is None else stored_status(instance_id, code)
@@ -1043,7 +1049,7 @@ class SqlStateRepository:
         return parse_row(ctx.instance_id, row)
 
     def _plain_row(self, instance_id: str, connection: Any) -> RowMapping | None:
-        check_readable(instance_id, "instance id")
+        check_readable_instance_id(instance_id)
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):

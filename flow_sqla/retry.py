@@ -107,11 +107,12 @@ def run_in_transaction(
             unknown = unknown or error
             last: FlowError = error
         except FlowError as error:
-            if not is_retryable(error) or attempt == attempts:
-                if unknown is not None:
-                    raise _still_unknown(unknown, error) from error
-                if not is_retryable(error):
-                    raise
+            retryable = is_retryable(error)
+            if unknown is not None and (not retryable or attempt == attempts):
+                raise _still_unknown(unknown, error) from error
+            if not retryable:
+                raise
+            if attempt == attempts:
                 instance_id = getattr(error, "instance_id", "") or ""
                 raise ConcurrentSubmitError(
                     instance_id,
