@@ -673,6 +673,34 @@ _AUTOCOMMIT_PROBES: dict[str, Callable[[Connection], bool]] = {
 }
 
 
+def transaction_still_open(conn: Connection) -> bool:
+    """Whether the driver still shows ``conn``'s transaction open on the server, from its own
+    state (no round trip): ``False`` when the server ended it behind the ``Connection``'s
+    back — the caller's raw ``COMMIT``/``ROLLBACK``, DDL's implicit commit, a caught
+    deadlock that rolled everything back, SQLite's ``INSERT OR ROLLBACK``, a PostgreSQL
+    error that aborted it. ``True`` where the driver cannot tell.
+
+    sqlite3 and psycopg know exactly. PyMySQL knows the server's flag of the last OK reply
+    (a transaction that has only read yet shows closed: the caller then reads again, which
+    is safe; an error reply carries no flag, so a caught deadlock goes unseen). mysqlclient
+    exposes no such flag (and SQLAlchemy's error handling clears its last error number)."""
+    probe = _TRANSACTION_PROBES.get(conn.dialect.driver)
+    return probe is None or probe(conn.connection.dbapi_connection)
+
+
+#: libpq's PQTRANS_INTRANS: idle inside a transaction block (psycopg 3 and psycopg2 alike).
+_PG_IN_TRANSACTION = 2
+#: SERVER_STATUS_IN_TRANS of the MySQL protocol's status flags.
+_MYSQL_IN_TRANSACTION = 1
+
+_TRANSACTION_PROBES: dict[str, Callable[[Any], bool]] = {
+    "pymysql": lambda dbapi_conn: bool(dbapi_conn.server_status & _MYSQL_IN_TRANSACTION),
+    "psycopg": lambda dbapi_conn: int(dbapi_conn.info.transaction_status) == _PG_IN_TRANSACTION,
+    "psycopg2": lambda dbapi_conn: int(dbapi_conn.info.transaction_status) == _PG_IN_TRANSACTION,
+    "pysqlite": lambda dbapi_conn: bool(dbapi_conn.in_transaction),
+}
+
+
 __all__ = [
     "INDEX_COLUMNS",
     "LOCK_COLUMNS",
@@ -694,4 +722,5 @@ __all__ = [
     "migration_lock",
     "stored_text",
     "time_text",
+    "transaction_still_open",
 ]

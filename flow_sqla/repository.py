@@ -41,6 +41,7 @@ from flow_sqla._dialect import (
     EncodedJSON,
     is_autocommit,
     json_dumps,
+    transaction_still_open,
 )
 from flow_sqla._engine import engine_for
 from flow_sqla._limits import (
@@ -210,8 +211,21 @@ class _HeldRows:
         if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
             self.forget(conn)
             return None
+        if len(held.rows) > 1:
+            self._drop_aliases(held, key)
         row = held.rows.get(key)
         return row[1] if row is not None and row[0] is owner else None
+
+    def _drop_aliases(self, held: _Held, key: _HeldKey) -> None:
+        """Forget the rows of the same table name and instance held under another schema:
+        they may be the same table spelled another way (``None`` and the connection's default
+        schema — ``public``, the current database, ``main``), whose row the operation about
+        to start may change. Another tenant's table of that name only loses the re-use."""
+        (_, table), instance_id = key
+        with self._lock:
+            for other in [k for k in held.rows if k[1] == instance_id and k[0][1] == table]:
+                if other != key:
+                    del held.rows[other]
 
     def put(self, conn: Connection, key: _HeldKey, owner: object, row: StoredRow) -> None:
         transaction = _innermost(conn)
@@ -408,8 +422,14 @@ class SqlStateRepository:
                 self._cache.pop(instance_id)
 
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
-        """The row an earlier operation of this very transaction left, still locked."""
-        return _HELD.get(conn, self._held_key(conn, instance_id), self)
+        """The row an earlier operation of this very transaction left, still locked — unless
+        the driver shows that the server ended the transaction behind the ``Connection``'s
+        back (the lock is gone, and others may have changed the row since)."""
+        row = _HELD.get(conn, self._held_key(conn, instance_id), self)
+        if row is not None and not transaction_still_open(conn):
+            _HELD.forget(conn)
+            return None
+        return row
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:

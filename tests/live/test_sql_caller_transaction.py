@@ -4,14 +4,21 @@ failed operation — a deadlock ends the whole transaction on the server — not
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, ctx, executor, migrate
+from _support import approve, count_rows, ctx, executor, flow_engine, migrate
 
-from flow.workflow import ConcurrentSubmitError, TaskAction
-from flow_sqla import AutocommitError, RepositoryError, SqlStateRepository
+from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction
+from flow_sqla import (
+    AutocommitError,
+    FlowTables,
+    RepositoryError,
+    SqlStateRepository,
+    sql_workflow,
+)
 
 TIMEOUT = 60.0
 
@@ -231,3 +238,110 @@ def test_one_transaction_used_from_two_threads_never_approves_twice(
         first.shutdown()
         second.shutdown()
     assert count_rows(db, "bpm_flow_task", "tt-1") == 2  # the employee's and one manager's
+
+
+def _default_schema(db: sa.Engine) -> str:
+    """The schema an unqualified table name resolves to, spelled out."""
+    return {"sqlite": "main", "postgresql": "public"}.get(db.dialect.name) or str(db.url.database)
+
+
+def test_two_executors_naming_one_table_two_ways_never_approve_twice(db: sa.Engine) -> None:
+    """One executor names the tables without a schema, the other with the default schema
+    written out (``main``, ``public``, the current database): the same rows. The second's
+    submit changes the row the first one's claim left; the first must not re-use its own."""
+    first = executor(db, index=True)
+    second = sql_workflow(
+        db,
+        flow_engine(),
+        state_controller=ActorStateController(),
+        tables=FlowTables(schema=_default_schema(db)),
+    )
+    assert approve(first, "alias-1", "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        c = ctx("alias-1", "manager", conn)
+        task = first.claim_task("oa", c)
+        assert second.submit_task_if_waiting(second.claim_task("oa", c), TaskAction.FORWARD, c)
+        assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert count_rows(db, "bpm_flow_task", "alias-1") == 2  # the employee's and one manager's
+
+
+#: SQL of the caller's that ends the transaction on the server behind the Connection's back.
+SERVER_ENDS_IT = [
+    ("sqlite", "COMMIT"),
+    ("sqlite", "ROLLBACK"),
+    ("sqlite", "INSERT OR ROLLBACK INTO bpm_flow_repository (id) VALUES (0)"),
+    ("postgresql", "COMMIT"),
+    ("postgresql", "ROLLBACK"),
+]
+
+
+def _approve_around_a_server_side_end(db: sa.Engine, instance_id: str, sql: str) -> bool:
+    """Claim the manager's task in a caller's transaction, let ``sql`` end that transaction
+    on the server, have another transaction approve the task, then submit the claimed task;
+    returns what that submit returned."""
+    ex = executor(db, index=True)
+    assert approve(ex, instance_id, "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        mine = ctx(instance_id, "manager", conn)
+        task = ex.claim_task("oa", mine)
+        assert task is not None
+        with contextlib.suppress(sa.exc.DBAPIError):  # INSERT OR ROLLBACK fails, as meant
+            conn.exec_driver_sql(sql)
+        assert approve(ex, instance_id, "manager")  # another transaction approves meanwhile
+        return ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
+
+
+@pytest.mark.parametrize(("db_url", "sql"), SERVER_ENDS_IT, indirect=["db_url"])
+def test_a_transaction_the_server_ended_is_never_trusted_for_the_row(
+    db: sa.Engine, sql: str
+) -> None:
+    """The caller's own ``COMMIT``/``ROLLBACK`` text, or SQLite's ``INSERT OR ROLLBACK``,
+    ends the transaction on the server while SQLAlchemy still calls it active: the claim's
+    row lock is gone. The driver says so (sqlite3's ``in_transaction``, libpq's transaction
+    status): the submit reads the row again and finds the task approved — no second
+    approval."""
+    assert not _approve_around_a_server_side_end(db, "end-1", sql)
+    assert _manager_approvals(db, "end-1") == 1
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+@pytest.mark.parametrize("sql", ["COMMIT", "ROLLBACK"])
+def test_pymysql_shows_a_transaction_the_server_ended(db: sa.Engine, sql: str) -> None:
+    """PyMySQL keeps the server's in-transaction flag of the last reply: a raw ``COMMIT`` or
+    ``ROLLBACK`` of the caller's is seen (mysqlclient exposes no such flag — persistence.md
+    §3 says to roll back then)."""
+    pymysql_db = sa.create_engine(db.url.set(drivername="mysql+pymysql"))
+    try:
+        assert not _approve_around_a_server_side_end(pymysql_db, f"pm-{sql}", sql)
+    finally:
+        pymysql_db.dispose()
+    assert _manager_approvals(db, f"pm-{sql}") == 1
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_an_aborted_postgresql_transaction_is_an_error_not_a_stale_task(db: sa.Engine) -> None:
+    """After a failed statement of the caller's, PostgreSQL refuses everything until the
+    rollback: a second claim on that transaction raises instead of answering from the row
+    the first one held (which another transaction may have approved since)."""
+    ex = executor(db, index=True)
+    assert approve(ex, "ab-1", "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        c = ctx("ab-1", "manager", conn)
+        assert ex.claim_task("oa", c) is not None
+        with pytest.raises(sa.exc.DBAPIError):
+            conn.exec_driver_sql("SELECT 1 / 0")
+        with pytest.raises(RepositoryError):
+            ex.claim_task("oa", c)
+
+
+def _manager_approvals(db: sa.Engine, instance_id: str) -> int:
+    with db.connect() as check:
+        return int(
+            check.execute(
+                sa.text(
+                    "SELECT COUNT(*) FROM bpm_flow_task "
+                    "WHERE flow_ins_id = :id AND source_node_code = 'manager'"
+                ),
+                {"id": instance_id},
+            ).scalar_one()
+        )
