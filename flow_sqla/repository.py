@@ -176,9 +176,11 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
-#: A held row's key: ((schema the connection's ``schema_translate_map`` sends the table to,
-#: table name), instance id) — one Connection may switch its map between operations.
-_HeldKey = tuple[tuple[str | None, str], str]
+#: A held row's key: (table name, instance id). The entry also records the schema the
+#: connection's ``schema_translate_map`` sent the table to (one Connection may switch its map
+#: between operations): one entry per table name, so a row held for one spelling of the
+#: schema is never served next to the same table's row under another.
+_HeldKey = tuple[str, str]
 
 
 class _HeldRows:
@@ -194,7 +196,11 @@ class _HeldRows:
     only while ``held_in`` — the innermost transaction or savepoint when they were held — is
     still the connection's innermost and active one (a commit, a rollback or a rolled-back
     savepoint makes the next operation read again), and a row is re-used only by the
-    repository that wrote it last (another one's write in between is not in its memory).
+    repository that wrote it last (another one's write in between is not in its memory) and
+    for the schema it was held for. An operation on the table name under another schema
+    replaces the entry: that may be the same table spelled another way (``None`` and the
+    default schema — ``public``, the current database, ``main``), whose row it may change;
+    another tenant's table of that name only loses the re-use.
     """
 
     def __init__(self) -> None:
@@ -203,7 +209,9 @@ class _HeldRows:
         )
         self._lock = threading.Lock()  # adding and dropping entries; reads need none
 
-    def get(self, conn: Connection, key: _HeldKey, owner: object) -> StoredRow | None:
+    def get(
+        self, conn: Connection, schema: str | None, key: _HeldKey, owner: object
+    ) -> StoredRow | None:
         held = self._by_connection.get(conn)
         if held is None:
             return None
@@ -211,23 +219,19 @@ class _HeldRows:
         if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
             self.forget(conn)
             return None
-        if len(held.rows) > 1:
-            self._drop_aliases(held, key)
-        row = held.rows.get(key)
-        return row[1] if row is not None and row[0] is owner else None
+        entry = held.rows.get(key)
+        if entry is None:
+            return None
+        held_schema, held_owner, row = entry
+        if held_schema != schema:
+            with self._lock:
+                held.rows.pop(key, None)
+            return None
+        return row if held_owner is owner else None
 
-    def _drop_aliases(self, held: _Held, key: _HeldKey) -> None:
-        """Forget the rows of the same table name and instance held under another schema:
-        they may be the same table spelled another way (``None`` and the connection's default
-        schema — ``public``, the current database, ``main``), whose row the operation about
-        to start may change. Another tenant's table of that name only loses the re-use."""
-        (_, table), instance_id = key
-        with self._lock:
-            for other in [k for k in held.rows if k[1] == instance_id and k[0][1] == table]:
-                if other != key:
-                    del held.rows[other]
-
-    def put(self, conn: Connection, key: _HeldKey, owner: object, row: StoredRow) -> None:
+    def put(
+        self, conn: Connection, schema: str | None, key: _HeldKey, owner: object, row: StoredRow
+    ) -> None:
         transaction = _innermost(conn)
         if transaction is None:
             return
@@ -236,7 +240,7 @@ class _HeldRows:
             held = _Held(weakref.ref(transaction))
             with self._lock:
                 self._by_connection[conn] = held
-        held.rows[key] = (owner, row)
+        held.rows[key] = (schema, owner, row)
 
     def forget(self, conn: Connection) -> None:
         """Forget every row held on ``conn``: after a failed operation (the error may have
@@ -247,23 +251,23 @@ class _HeldRows:
         with self._lock:
             self._by_connection.pop(conn, None)
 
-    def drop(self, table: str, instance_id: str) -> None:
-        """Forget the instance's row of ``table`` (in any schema) on every connection: the
+    def drop(self, key: _HeldKey) -> None:
+        """Forget the instance's row of the table (in any schema) on every connection: the
         row was changed behind our back."""
         with self._lock:
             for held in list(self._by_connection.values()):
-                for key in [k for k in held.rows if k[1] == instance_id and k[0][1] == table]:
-                    del held.rows[key]
+                held.rows.pop(key, None)
 
 
 class _Held:
-    """The rows held on one connection, valid while ``held_in`` is its innermost transaction."""
+    """The rows held on one connection, valid while ``held_in`` is its innermost transaction:
+    by key, the schema, the repository that wrote the row last, and the row."""
 
     __slots__ = ("held_in", "rows")
 
     def __init__(self, held_in: weakref.ref[Transaction]) -> None:
         self.held_in = held_in
-        self.rows: dict[_HeldKey, tuple[object, StoredRow]] = {}
+        self.rows: dict[_HeldKey, tuple[str | None, object, StoredRow]] = {}
 
 
 _HELD = _HeldRows()
@@ -425,7 +429,7 @@ class SqlStateRepository:
         """The row an earlier operation of this very transaction left, still locked — unless
         the driver shows that the server ended the transaction behind the ``Connection``'s
         back (the lock is gone, and others may have changed the row since)."""
-        row = _HELD.get(conn, self._held_key(conn, instance_id), self)
+        row = _HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
         if row is not None and not transaction_still_open(conn):
             _HELD.forget(conn)
             return None
@@ -433,15 +437,17 @@ class SqlStateRepository:
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
-            _HELD.put(conn, self._held_key(conn, op.instance_id), self, op.final)
+            key = self._held_key(op.instance_id)
+            _HELD.put(conn, self._held_schema(conn), key, self, op.final)
 
-    def _held_key(self, conn: Connection, instance_id: str) -> _HeldKey:
-        table = self.tables.repository
-        schema = table.schema
+    def _held_key(self, instance_id: str) -> _HeldKey:
+        return (self.tables.repository.name, instance_id)
+
+    def _held_schema(self, conn: Connection) -> str | None:
+        """The schema ``conn`` sends the instance table to (its ``schema_translate_map``)."""
+        schema = self.tables.repository.schema
         translate = conn.get_execution_options().get("schema_translate_map")
-        if translate:
-            schema = translate.get(schema, schema)
-        return ((schema, table.name), instance_id)
+        return translate.get(schema, schema) if translate else schema
 
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
@@ -1055,7 +1061,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        _HELD.drop(self.tables.repository.name, instance_id)
+        _HELD.drop(self._held_key(instance_id))
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:
