@@ -151,10 +151,13 @@ class TodoTable:
         ``after``."""
         old = {} if before is None else {t.node_id: t for t in before.tasks}
         new = {t.node_id: t for t in after.tasks}
+        # An instance driven on through another graph (a submit or claim naming it) keeps no
+        # row of the old one, even where a node id and candidate match: the rows name a graph.
+        same_graph = before is not None and before.graph_id == after.graph_id
         changes = TodoChanges()
         for node_id, task in old.items():
             kept = new.get(node_id)
-            if kept is None or not _same_rows(task, kept):
+            if kept is None or not same_graph or not _same_rows(task, kept):
                 changes.deleted.extend(_keys(instance_id, task))
             elif kept.state != task.state:
                 changes.updated.extend(
@@ -162,7 +165,7 @@ class TodoTable:
                 )
         for node_id, task in new.items():
             kept = old.get(node_id)
-            if kept is None or not _same_rows(kept, task):
+            if kept is None or not same_graph or not _same_rows(kept, task):
                 changes.inserted.extend(_rows(instance_id, after.graph_id, task))
         return changes
 

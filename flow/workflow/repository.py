@@ -155,10 +155,25 @@ class InMemoryStateRepository:
             stored_before=bool(states) or stored is not None,
         )
 
+    def keep_variables(self, ctx: FlowContext) -> None:
+        """A submit acted: the SQL repository stores its context's variables, which the
+        instance then runs on, and computes the open tasks again from them even when no state
+        changed (a FORWARD of a completed gateway with other routing variables). Variables
+        are not stored here, but the open tasks are computed again all the same."""
+        acted: set[str] | None = getattr(self._local, "acted", None)
+        if acted is None:
+            acted = self._local.acted = set()
+        acted.add(ctx.instance_id)
+
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
-        """The instance's states now; variables are never stored here, so never changed."""
+        """The instance's states now, and whether a submit acted in this operation (see
+        :meth:`keep_variables`): its variables count as changed."""
+        acted: set[str] | None = getattr(self._local, "acted", None)
+        submitted = acted is not None and ctx.instance_id in acted
+        if submitted and acted is not None:
+            acted.discard(ctx.instance_id)
         with self._lock:
-            return dict(self._states.get(ctx.instance_id, {})), False
+            return dict(self._states.get(ctx.instance_id, {})), submitted
 
     def index_write(
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
@@ -260,6 +275,9 @@ class InMemoryStateRepository:
         except BaseException:
             stack.pop()
             self._undo(journal)
+            acted: set[str] | None = getattr(self._local, "acted", None)
+            if acted is not None:
+                acted.discard(ctx.instance_id)
             raise
         stack.pop()
         if stack:

@@ -1326,3 +1326,43 @@ def test_a_full_reindex_does_not_hold_neighbouring_instances_new_tasks(
         impatient.dispose()
     assert outcome == [True]
     assert [t.node_id for t in ex.open_tasks("g-c")] == ["approve"]
+
+
+#: Two graphs with a task of the same id and candidate (an instance may be driven on through
+#: another graph: claims and submits name the graph).
+SWITCH_A = """
+id: switch-a
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: e}
+  - {id: e, type: end}
+"""
+SWITCH_B = """
+id: switch-b
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: u}
+  - {id: u, meta: {role: boss}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_an_instance_driven_on_through_another_graph_keeps_no_todo_row_of_the_old_one(
+    db: sa.Engine,
+) -> None:
+    """Restarted through another graph whose task has the same node id and candidate, the
+    instance's open task and its inbox entry name the new graph (the todo row is not kept
+    from the old one because its key matches)."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SWITCH_A))
+    engine.load(Graph.from_text(SWITCH_B))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController("actor", "role"))
+    hr = FlowContext.of(None, {"role": "hr"})
+    ex.claim_task("switch-a", FlowContext.of("sw-1", {"role": "hr"}))
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, FlowContext.of("sw-1", {"role": "hr"}))
+    ex.claim_task("switch-b", FlowContext.of("sw-1", {"role": "hr"}))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-1")] == [("switch-b", "t")]
+    assert [(t.graph_id, t.node_id) for t in ex.inbox(hr, graph_id="switch-b")] == [
+        ("switch-b", "t")
+    ]
+    assert ex.inbox(hr, graph_id="switch-a") == []

@@ -582,3 +582,35 @@ def test_a_node_an_applications_driver_parks_stays_parked_without_task_code() ->
     )
     claimed = ex.claim_task("h", bob)
     assert claimed is not None and claimed.node.id == "hold"
+
+
+ROUTED = """
+id: routed
+layout:
+  - {id: s, type: start, link: gw}
+  - id: gw
+    type: exclusive
+    link:
+      - {nextId: a, when: "amount >= 50"}
+      - {nextId: b}
+  - {id: a, meta: {actor: bob}, link: e}
+  - {id: b, meta: {actor: carol}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_forward_that_changes_no_state_but_the_routing_variables_opens_what_they_route_to(
+    engine: FlowEngine,
+) -> None:
+    """The gateway stays COMPLETED, but the submit's variables now route elsewhere: the open
+    tasks follow them, as on SQL (which stores the submit's variables) — what a claim would
+    return now."""
+    engine.load(Graph.from_text(ROUTED))
+    ex = WorkflowExecutor(engine, ActorStateController())
+    ex.submit_task_at("routed", "gw", TaskAction.FORWARD, FlowContext.of("r-1", {"amount": 900}))
+    assert [t.node_id for t in ex.open_tasks("r-1")] == ["a"]
+    ex.submit_task_at("routed", "gw", TaskAction.FORWARD, FlowContext.of("r-1", {"amount": 1}))
+    assert [t.node_id for t in ex.open_tasks("r-1")] == ["b"]
+    carol = FlowContext.of("r-1", {"actor": "carol", "amount": 1})
+    task = ex.claim_task("routed", carol)
+    assert task is not None and task.node.id == "b"
