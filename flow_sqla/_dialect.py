@@ -674,30 +674,32 @@ _AUTOCOMMIT_PROBES: dict[str, Callable[[Connection], bool]] = {
 
 
 def transaction_still_open(conn: Connection) -> bool:
-    """Whether the driver still shows ``conn``'s transaction open on the server, from its own
-    state (no round trip): ``False`` when the server ended it behind the ``Connection``'s
-    back — the caller's raw ``COMMIT``/``ROLLBACK``, DDL's implicit commit, a caught
-    deadlock that rolled everything back, SQLite's ``INSERT OR ROLLBACK``, a PostgreSQL
-    error that aborted it. ``True`` where the driver cannot tell.
+    """Whether the driver still shows a transaction open on ``conn``'s server session, from
+    its own state (no round trip): ``False`` right after the server ended it behind the
+    ``Connection``'s back — the caller's raw ``COMMIT``/``ROLLBACK``, SQLite's ``INSERT OR
+    ROLLBACK``, an error that aborted a PostgreSQL transaction. ``True`` where the driver
+    cannot tell, or once any later statement has begun a new transaction (which is why this
+    only narrows, and cannot close, the caller's ways to end a transaction unseen).
 
-    sqlite3 and psycopg know exactly. PyMySQL knows the server's flag of the last OK reply
-    (a transaction that has only read yet shows closed: the caller then reads again, which
-    is safe; an error reply carries no flag, so a caught deadlock goes unseen). mysqlclient
-    exposes no such flag (and SQLAlchemy's error handling clears its last error number)."""
+    sqlite3 and psycopg (3 and 2) keep this state. The MySQL drivers do not: PyMySQL's
+    status flag comes only with some replies (a transaction that has only read shows none,
+    and a deadlock's error reply carries none), mysqlclient exposes none."""
     probe = _TRANSACTION_PROBES.get(conn.dialect.driver)
-    return probe is None or probe(conn.connection.dbapi_connection)
+    if probe is None:
+        return True
+    try:
+        return probe(conn.connection.dbapi_connection)
+    except (AttributeError, TypeError):  # an adapted connection without the driver's state
+        return True
 
 
 #: libpq's PQTRANS_INTRANS: idle inside a transaction block (psycopg 3 and psycopg2 alike).
 _PG_IN_TRANSACTION = 2
-#: SERVER_STATUS_IN_TRANS of the MySQL protocol's status flags.
-_MYSQL_IN_TRANSACTION = 1
 
 _TRANSACTION_PROBES: dict[str, Callable[[Any], bool]] = {
-    "pymysql": lambda dbapi_conn: bool(dbapi_conn.server_status & _MYSQL_IN_TRANSACTION),
     "psycopg": lambda dbapi_conn: int(dbapi_conn.info.transaction_status) == _PG_IN_TRANSACTION,
     "psycopg2": lambda dbapi_conn: int(dbapi_conn.info.transaction_status) == _PG_IN_TRANSACTION,
-    "pysqlite": lambda dbapi_conn: bool(dbapi_conn.in_transaction),
+    "pysqlite": lambda dbapi_conn: dbapi_conn.in_transaction is True,
 }
 
 

@@ -487,9 +487,10 @@ def check_candidates(instance_id: str, before: InstanceIndex | None, after: Inst
     Tasks left as they are stored are not checked again: rows written before long candidates
     were refused hold them clipped, and their instances keep working."""
     old = {} if before is None else {t.node_id: t for t in before.tasks}
+    same_graph = before is not None and before.graph_id == after.graph_id
     for task in after.tasks:
         kept = old.get(task.node_id)
-        if kept is None or not _same_rows(kept, task):
+        if kept is None or not same_graph or not _same_rows(kept, task):
             field_name = f"candidate of node {task.node_id!r}"
             for candidate in task.candidates:
                 check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)

@@ -209,6 +209,10 @@ class _HeldRows:
         )
         self._lock = threading.Lock()  # adding and dropping entries; reads need none
 
+    def holds(self, conn: Connection) -> bool:
+        """Whether rows are held on ``conn`` (perhaps no longer valid)."""
+        return conn in self._by_connection
+
     def get(
         self, conn: Connection, schema: str | None, key: _HeldKey, owner: object
     ) -> StoredRow | None:
@@ -428,12 +432,12 @@ class SqlStateRepository:
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
         """The row an earlier operation of this very transaction left, still locked — unless
         the driver shows that the server ended the transaction behind the ``Connection``'s
-        back (the lock is gone, and others may have changed the row since)."""
-        row = _HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
-        if row is not None and not transaction_still_open(conn):
-            _HELD.forget(conn)
+        back since (the locks are gone, and others may have changed the rows): then no row
+        held on ``conn`` is used, whichever instance this operation is on."""
+        if _HELD.holds(conn) and not transaction_still_open(conn):
+            _HELD.forget(conn)  # every instance's row: the locks went with the transaction
             return None
-        return row
+        return _HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:

@@ -160,6 +160,8 @@ class InMemoryStateRepository:
         instance then runs on, and computes the open tasks again from them even when no state
         changed (a FORWARD of a completed gateway with other routing variables). Variables
         are not stored here, but the open tasks are computed again all the same."""
+        if not self.keeps_task_index:  # a subclass without the index: nothing to redo
+            return
         acted: set[str] | None = getattr(self._local, "acted", None)
         if acted is None:
             acted = self._local.acted = set()
@@ -186,10 +188,14 @@ class InMemoryStateRepository:
             cursors: dict[str, int] = {}
             for task in index.tasks:
                 kept = old.get(task.node_id)
-                same = kept is not None and (kept.lineage, kept.opened_at, kept.candidates) == (
-                    task.lineage,
-                    task.opened_at,
-                    task.candidates,
+                # As SQL's todo rows: a task of another graph (the instance driven on through
+                # it) sorts as newly opened even where the node id matches.
+                same = (
+                    kept is not None
+                    and previous is not None
+                    and previous.index.graph_id == index.graph_id
+                    and (kept.lineage, kept.opened_at, kept.candidates)
+                    == (task.lineage, task.opened_at, task.candidates)
                 )
                 if same and previous is not None:
                     cursors[task.node_id] = previous.task_cursors[task.node_id]

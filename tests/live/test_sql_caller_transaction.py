@@ -304,18 +304,26 @@ def test_a_transaction_the_server_ended_is_never_trusted_for_the_row(
     assert _manager_approvals(db, "end-1") == 1
 
 
-@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
-@pytest.mark.parametrize("sql", ["COMMIT", "ROLLBACK"])
-def test_pymysql_shows_a_transaction_the_server_ended(db: sa.Engine, sql: str) -> None:
-    """PyMySQL keeps the server's in-transaction flag of the last reply: a raw ``COMMIT`` or
-    ``ROLLBACK`` of the caller's is seen (mysqlclient exposes no such flag — persistence.md
-    §3 says to roll back then)."""
-    pymysql_db = sa.create_engine(db.url.set(drivername="mysql+pymysql"))
-    try:
-        assert not _approve_around_a_server_side_end(pymysql_db, f"pm-{sql}", sql)
-    finally:
-        pymysql_db.dispose()
-    assert _manager_approvals(db, f"pm-{sql}") == 1
+@pytest.mark.parametrize(("db_url", "sql"), SERVER_ENDS_IT, indirect=["db_url"])
+def test_after_a_server_side_end_no_held_row_is_trusted_by_the_next_operation(
+    db: sa.Engine, sql: str
+) -> None:
+    """The same, when the transaction's next operation is on another instance: its locking
+    read begins a new transaction on the server, after which the driver shows one open — so
+    the check is made at every operation while rows are held, and they are all forgotten."""
+    ex = executor(db, index=True)
+    for instance_id in ("next-1", "next-2"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        mine = ctx("next-1", "manager", conn)
+        task = ex.claim_task("oa", mine)
+        assert task is not None
+        with contextlib.suppress(sa.exc.DBAPIError):
+            conn.exec_driver_sql(sql)
+        assert approve(ex, "next-1", "manager")  # another transaction approves meanwhile
+        assert ex.claim_task("oa", ctx("next-2", "manager", conn)) is not None
+        assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
+    assert _manager_approvals(db, "next-1") == 1
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)

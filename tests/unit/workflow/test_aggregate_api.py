@@ -614,3 +614,39 @@ def test_a_forward_that_changes_no_state_but_the_routing_variables_opens_what_th
     carol = FlowContext.of("r-1", {"actor": "carol", "amount": 1})
     task = ex.claim_task("routed", carol)
     assert task is not None and task.node.id == "b"
+
+
+SWITCH_A = """
+id: switch-a
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: e}
+  - {id: e, type: end}
+"""
+SWITCH_B = """
+id: switch-b
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: u}
+  - {id: u, meta: {role: boss}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_task_of_the_graph_an_instance_was_driven_on_through_sorts_as_newly_opened(
+    engine: FlowEngine,
+) -> None:
+    """As SQL's todo rows do: the instance restarted through another graph whose task has
+    the same node id opens that task anew (the inbox lists it after tasks opened meanwhile)."""
+    engine.load(Graph.from_text(SWITCH_A))
+    engine.load(Graph.from_text(SWITCH_B))
+    ex = WorkflowExecutor(engine, ActorStateController("actor", "role"))
+    for instance_id in ("sw-x", "sw-y"):
+        ex.claim_task("switch-a", FlowContext.of(instance_id, {"role": "hr"}))
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, FlowContext.of("sw-x", {"role": "hr"}))
+    ex.claim_task("switch-b", FlowContext.of("sw-x", {"role": "hr"}))
+    inbox = ex.inbox(FlowContext.of(None, {"role": "hr"}))
+    assert [(t.instance_id, t.graph_id) for t in inbox] == [
+        ("sw-y", "switch-a"),
+        ("sw-x", "switch-b"),
+    ]
