@@ -572,10 +572,12 @@ def prepared_database(server: str) -> tuple[str, Callable[[], None]]:
     return dsn, drop
 
 
-def check_connections(dsn: str, names: list[str], counts: list[int]) -> None:
-    """Stop before any slice runs when the server cannot hold every worker's connections: each
-    of N workers keeps one connection per variant open for the whole cell (plus the counters'
-    own), and a default MariaDB allows 151 — ten variants at N = 16 need 161."""
+def make_room_for_connections(dsn: str, names: list[str], counts: list[int]) -> Callable[[], None]:
+    """Each of N workers keeps one connection per variant open for the whole cell (plus the
+    counters' own), and a default MariaDB allows 151 — ten variants at N = 16 need 161. When
+    the server cannot hold them, raise ``max_connections`` for the run (the benchmark already
+    creates and drops a database there) and return the function that puts it back; without
+    the privilege, stop before any slice runs and say what to do."""
     conn = _mysqldb_connect(dsn)
     try:
         cursor = conn.cursor()
@@ -583,17 +585,55 @@ def check_connections(dsn: str, names: list[str], counts: list[int]) -> None:
         (allowed,) = cursor.fetchone()
         cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
         (_, connected) = cursor.fetchone()
+        needed = max(counts) * len(names) + 1
+        free = int(allowed) - int(connected) + 1  # this check's own connection closes
+        if needed <= free:
+            return lambda: None
+        raised = needed + int(connected) + 20
+        try:
+            cursor.execute(f"SET GLOBAL max_connections = {raised:d}")
+        except Exception as exc:  # no SUPER / SYSTEM_VARIABLES_ADMIN privilege
+            raise SystemExit(
+                f"sql_bench: N={max(counts)} workers x {len(names)} variants need {needed} "
+                f"connections; the server allows {allowed} and {connected} are open, and "
+                f"raising the limit failed ({exc}). Raise it (SET GLOBAL max_connections = "
+                f"{raised}) or run fewer --workers/--variants."
+            ) from exc
     finally:
         conn.close()
-    needed = max(counts) * len(names) + 1
-    free = int(allowed) - int(connected) + 1  # this check's own connection is closed now
-    if needed > free:
-        raise SystemExit(
-            f"sql_bench: N={max(counts)} workers x {len(names)} variants need {needed} "
-            f"connections; the server allows {allowed} and {connected} are open. Raise it "
-            f"(SET GLOBAL max_connections = {needed + int(connected) + 20}) or run fewer "
-            "--workers/--variants."
+    print(f"sql_bench: max_connections raised from {allowed} to {raised} for this run")
+
+    def restore() -> None:
+        again = _mysqldb_connect(dsn)
+        try:
+            again.cursor().execute(f"SET GLOBAL max_connections = {int(allowed):d}")
+        finally:
+            again.close()
+        print(f"sql_bench: max_connections back to {allowed}")
+
+    return restore
+
+
+def run_all(server: str, names: list[str], counts: list[int], slice_size: int, rounds: int) -> None:
+    """Every N's cell on a throwaway database of ``server``, reported as it completes."""
+    dsn, drop = prepared_database(server)
+    try:
+        header = ("variant", "N", "approvals/s", "vs (b')", "vs (a)", "vs Spiff", "stmts/approval")
+        print(
+            "{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15} {:>10} {:>10}".format(
+                *header, "client ms", "server ms"
+            )
         )
+        for count in counts:
+            per_worker = max(MIN_PER_WORKER, -(-slice_size // count))
+            workers = Workers(names, dsn, count)
+            try:
+                slices = run_cell(workers, names, per_worker, rounds)
+            finally:
+                workers.close()
+            report(count, slices)
+    finally:
+        drop()
 
 
 def main() -> None:
@@ -614,25 +654,11 @@ def main() -> None:
     names = [name for name in VARIANTS if name in {SHORT_NAMES[key] for key in keys}]
     counts = [int(n) for n in args.workers.split(",")]
     server = os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN)
-    check_connections(server, names, counts)
-    dsn, drop = prepared_database(server)
+    restore_connections = make_room_for_connections(server, names, counts)
     try:
-        header = ("variant", "N", "approvals/s", "vs (b')", "vs (a)", "vs Spiff", "stmts/approval")
-        print(
-            "{:42} {:>3} {:>12} {:>7} {:>7} {:>7} {:>15} {:>10} {:>10}".format(
-                *header, "client ms", "server ms"
-            )
-        )
-        for count in counts:
-            per_worker = max(MIN_PER_WORKER, -(-args.slice // count))
-            workers = Workers(names, dsn, count)
-            try:
-                slices = run_cell(workers, names, per_worker, args.rounds)
-            finally:
-                workers.close()
-            report(count, slices)
+        run_all(server, names, counts, args.slice, args.rounds)
     finally:
-        drop()
+        restore_connections()
 
 
 if __name__ == "__main__":
