@@ -31,6 +31,8 @@ from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
     JUMP_TO_GATEWAY,
+    SWITCH_A,
+    SWITCH_B,
     check_invariants,
     controller,
     flow_engine,
@@ -1326,25 +1328,6 @@ def test_a_full_reindex_does_not_hold_neighbouring_instances_new_tasks(
         impatient.dispose()
     assert outcome == [True]
     assert [t.node_id for t in ex.open_tasks("g-c")] == ["approve"]
-
-
-#: Two graphs with a task of the same id and candidate (an instance may be driven on through
-#: another graph: claims and submits name the graph).
-SWITCH_A = """
-id: switch-a
-layout:
-  - {id: s, type: start, link: t}
-  - {id: t, meta: {role: hr}, link: e}
-  - {id: e, type: end}
-"""
-SWITCH_B = """
-id: switch-b
-layout:
-  - {id: s, type: start, link: t}
-  - {id: t, meta: {role: hr}, link: u}
-  - {id: u, meta: {role: boss}, link: e}
-  - {id: e, type: end}
-"""
 
 
 def test_an_instance_driven_on_through_another_graph_keeps_no_todo_row_of_the_old_one(

@@ -58,6 +58,24 @@ layout:
   - {id: e, type: end}
 """
 
+#: Two graphs with a task of the same node id and candidate: an instance may be driven on
+#: through another graph (claims and submits name the graph).
+SWITCH_A = """
+id: switch-a
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: e}
+  - {id: e, type: end}
+"""
+SWITCH_B = """
+id: switch-b
+layout:
+  - {id: s, type: start, link: t}
+  - {id: t, meta: {role: hr}, link: u}
+  - {id: u, meta: {role: boss}, link: e}
+  - {id: e, type: end}
+"""
+
 PARALLEL = """
 id: par
 layout:

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from aggregate_walk import JUMP_TO_GATEWAY, controller, flow_engine
+from aggregate_walk import JUMP_TO_GATEWAY, SWITCH_A, SWITCH_B, controller, flow_engine
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
@@ -614,23 +614,6 @@ def test_a_forward_that_changes_no_state_but_the_routing_variables_opens_what_th
     carol = FlowContext.of("r-1", {"actor": "carol", "amount": 1})
     task = ex.claim_task("routed", carol)
     assert task is not None and task.node.id == "b"
-
-
-SWITCH_A = """
-id: switch-a
-layout:
-  - {id: s, type: start, link: t}
-  - {id: t, meta: {role: hr}, link: e}
-  - {id: e, type: end}
-"""
-SWITCH_B = """
-id: switch-b
-layout:
-  - {id: s, type: start, link: t}
-  - {id: t, meta: {role: hr}, link: u}
-  - {id: u, meta: {role: boss}, link: e}
-  - {id: e, type: end}
-"""
 
 
 def test_a_task_of_the_graph_an_instance_was_driven_on_through_sorts_as_newly_opened(
