@@ -297,12 +297,12 @@ def run_reindex(args: argparse.Namespace) -> int:
                 raise
             if isinstance(exc, ConcurrentSubmitError | RepositoryError):  # not the row's fault
                 raise CliError(f"{exc} ({kept}; {again})") from exc
-            hint = (
-                "give its graph file with --graph, " if isinstance(exc, GraphNotFoundError) else ""
+            remedy = (
+                "give its graph file with --graph, or --skip-bad to go on without it"
+                if isinstance(exc, GraphNotFoundError)
+                else "give --skip-bad to go on without it"
             )
-            raise CliError(
-                f"{exc}; {hint}or --skip-bad to go on without it ({kept}; {again})"
-            ) from exc
+            raise CliError(f"{exc}; {remedy} ({kept}; {again})") from exc
         progress.done()
     print(f"indexed {indexed:,} instance(s) of {counted['seen']:,} row(s) in {shown_url(session)}")
     if skipped:

@@ -171,7 +171,7 @@ def run_indexed_instances(args: argparse.Namespace) -> int:
         }
         session.note_unindexed()
     if not found:
-        print("no such instance" + (" after this cursor" if args.after is not None else ""))
+        print(f"no {_described(args)}" + (" after this cursor" if args.after is not None else ""))
         return 0
     rows = [
         (
@@ -273,3 +273,14 @@ def when(value: object) -> str | None:
         except ValueError:
             pass
     return f"not a time: {str(value)[:40]!r}"  # a number is never one (as the library says)
+
+
+def _described(args: argparse.Namespace) -> str:
+    """What ``flow instances --status`` looked for, as words: "running instance", "completed
+    instance of graph 'oa' by 'alice'", "such instance" when nothing narrowed it."""
+    words = [args.status.lower() if args.status else "such", "instance"]
+    if args.graph is not None:
+        words.append(f"of graph {args.graph!r}")
+    if args.creator is not None:
+        words.append(f"by {args.creator!r}")
+    return " ".join(words)

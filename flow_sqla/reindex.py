@@ -218,7 +218,11 @@ class _Batch:
             conn.execute(self._clear_index, params)
         # The executor evaluates the graph with the variables of the row it locks.
         ctx = FlowContext.of(instance_id, connection=conn)
-        indexed = self.executor.reindex(graph, ctx, as_of=_time(row.update_time))
+        # A row another process (a second reindex, a live operation) indexed since the window
+        # was read is not indexed again, nor counted.
+        indexed = self.executor.reindex(
+            graph, ctx, as_of=_time(row.update_time), unindexed_only=not self.all_rows
+        )
         if indexed and self.all_rows:
             # The executor writes the todo rows that differ from the row's stored index; a
             # full pass also checks the rows themselves against it (hand edits, stray rows).

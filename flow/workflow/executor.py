@@ -350,13 +350,20 @@ class WorkflowExecutor:
         return True
 
     def reindex(
-        self, graph: Graph | str, ctx: FlowContext, *, as_of: datetime | None = None
+        self,
+        graph: Graph | str,
+        ctx: FlowContext,
+        *,
+        as_of: datetime | None = None,
+        unindexed_only: bool = False,
     ) -> bool:
         """Recompute and store the aggregate of ``ctx.instance_id`` from its stored states
         (lineages start empty; a WITHDRAWN status is kept). False when nothing of the instance
-        is stored; a row with empty states (the Go plugin's restart) is indexed at its first
-        task. For rows written by the Go plugin or before the index existed;
-        ``flow_sqla.reindex`` runs it over a whole table in batches.
+        is stored — or, with ``unindexed_only``, when it is indexed already (by another
+        process since the caller saw it unindexed: its index was computed under the same lock);
+        a row with empty states (the Go plugin's restart) is indexed at its first task. For
+        rows written by the Go plugin or before the index existed; ``flow_sqla.reindex`` runs
+        it over a whole table in batches.
 
         ``as_of`` (naive UTC; default now) is when the stored states were reached — the time
         a closed instance finished and its open tasks opened, as far as the index can tell.
@@ -365,7 +372,7 @@ class WorkflowExecutor:
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):
             read = index.index_read(ctx)
-            if not read.stored_before:
+            if not read.stored_before or (unindexed_only and read.stored is not None):
                 return False
             # The gateways are evaluated with the variables of the locked row, not ctx's: a
             # reindex stores none.

@@ -134,6 +134,8 @@ def test_instances_by_status(flow: Flow, migrated: str) -> None:
     assert [r[0] for r in table(older.out)] == ["run-1"]
     plain = flow("instances", "--db", migrated)
     assert "withdrawn" in next(line for line in plain.out.splitlines() if "gone-1" in line)
+    none = flow("instances", "--status", "terminated", "--graph", "oa", "--db", migrated)
+    assert none.out.strip() == "no terminated instance of graph 'oa'"
 
 
 def test_withdraw_closes_every_open_task_once(flow: Flow, migrated: str) -> None:
@@ -271,7 +273,7 @@ def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migra
     failed = flow("reindex", "--db", migrated)
     assert failed.code == 1
     line = single_error_line(failed)
-    assert "'m-2'" in line and "not JSON" in line and "--skip-bad" in line
+    assert "'m-2'" in line and "not JSON" in line and "; give --skip-bad to go on" in line
     skipping = flow("reindex", "--skip-bad", "--db", migrated)
     assert skipping.code == 1
     assert skipping.out.startswith("indexed 2 instance(s) of 3 row(s)")

@@ -646,6 +646,33 @@ def test_reindex_indexes_rows_written_without_the_index(db: sa.Engine) -> None:
     assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 0
 
 
+@pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
+def test_two_reindexes_at_once_count_each_instance_once(db: sa.Engine) -> None:
+    """Two ``flow reindex`` processes (or one and live operations) on one table: a row the
+    other indexed after this one read its window is neither indexed again nor counted."""
+    plain = executor(db, index=False)
+    for n in range(300):
+        approve(plain, f"rx-{n}", "employee", amount=1)
+    counts: list[int] = []
+
+    def run() -> None:
+        counts.append(
+            reindex(db, flow_engine_oa(), state_controller=controller_oa(), batch_size=10)
+        )
+
+    assert _threads(run, run) == []
+    assert sum(counts) == 300
+    indexed = executor(db, index=True)
+    assert len(indexed.inbox(FlowContext.of(None, {"actor": "manager"}), limit=500)) == 300
+
+
+def test_reindex_of_one_instance_indexed_already_can_leave_it(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    assert approve(ex, "ri-1", "employee", amount=1)
+    assert not ex.reindex("oa", ctx("ri-1", "x"), unindexed_only=True)
+    assert ex.reindex("oa", ctx("ri-1", "x"))
+
+
 def _set_row(db: sa.Engine, instance_id: str, **values: Any) -> None:
     """Write columns of an instance row behind the library's back (as another writer would)."""
     names = ", ".join(f"{name} = :{name}" for name in values)
