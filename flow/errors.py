@@ -88,9 +88,11 @@ class StepBudgetError(FlowError):
 class GraphNotFoundError(FlowError, LookupError):
     """A graph id is not loaded in the engine."""
 
-    def __init__(self, graph_id: str) -> None:
+    def __init__(self, graph_id: str, *, instance_id: str | None = None) -> None:
         self.graph_id = graph_id
-        super().__init__(f"Flow graph not found: {graph_id!r}")
+        self.instance_id = instance_id
+        where = "" if instance_id is None else f" (instance {instance_id!r})"
+        super().__init__(f"Flow graph not found: {graph_id!r}{where}")
 
 
 class NodeNotFoundError(FlowError, LookupError):

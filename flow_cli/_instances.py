@@ -107,7 +107,9 @@ def non_negative(text: str) -> int:
     except ValueError:
         value = -1
     if not 0 <= value <= MAX_CURSOR:
-        raise argparse.ArgumentTypeError(f"expected a cursor (an integer >= 0), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a cursor (an integer from 0 to {MAX_CURSOR}), got {text!r}"
+        )
     return value
 
 

@@ -295,7 +295,7 @@ def _graph_of(engine: FlowEngine, instance_id: str, graph_value: Any, states_tex
             "The row names no graph: neither its graph column nor its states hold a graph id",
             instance_id=instance_id,
         )
-    raise GraphNotFoundError(f"{graph_id} (instance {instance_id!r})")
+    raise GraphNotFoundError(graph_id, instance_id=instance_id)
 
 
 def _graph_doc(instance_id: str, value: Any) -> dict[str, Any] | None:

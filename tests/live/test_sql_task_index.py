@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from _support import approve, count_rows, counting, ctx, every_row, executor, migrate, raw_row
 
 from flow import FlowContext, FlowEngine, Graph
-from flow.errors import GraphDefinitionError, SnapshotError
+from flow.errors import GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.workflow import (
     ActorStateController,
     ConcurrentSubmitError,
@@ -768,6 +768,18 @@ def test_reindex_names_a_row_that_names_no_graph(db: sa.Engine) -> None:
     _set_row(db, "n-1", graph=None, states=None)
     with pytest.raises(SnapshotError, match=r"names no graph.*instance 'n-1'"):
         reindex(db, flow_engine_oa(), state_controller=controller_oa())
+
+
+def test_reindex_names_a_graph_it_does_not_have_and_the_instance(db: sa.Engine) -> None:
+    """A row that names its graph only by id (its states' keys), the graph not loaded: the
+    error carries the graph id and the instance apart, for a caller to act on."""
+    plain = executor(db, index=False)
+    approve(plain, "ng-1", "employee", amount=1)
+    _set_row(db, "ng-1", graph=None)
+    with pytest.raises(GraphNotFoundError) as raised:
+        reindex(db, FlowEngine(), state_controller=controller_oa())
+    assert (raised.value.graph_id, raised.value.instance_id) == ("oa", "ng-1")
+    assert str(raised.value) == "Flow graph not found: 'oa' (instance 'ng-1')"
 
 
 def test_reindex_fails_with_the_library_s_errors_never_sqlalchemy_s(db: sa.Engine) -> None:
