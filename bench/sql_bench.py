@@ -48,7 +48,8 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -572,46 +573,46 @@ def prepared_database(server: str) -> tuple[str, Callable[[], None]]:
     return dsn, drop
 
 
-def make_room_for_connections(dsn: str, names: list[str], counts: list[int]) -> Callable[[], None]:
-    """Each of N workers keeps one connection per variant open for the whole cell (plus the
-    counters' own), and a default MariaDB allows 151 — ten variants at N = 16 need 161. When
-    the server cannot hold them, raise ``max_connections`` for the run (the benchmark already
-    creates and drops a database there) and return the function that puts it back; without
-    the privilege, stop before any slice runs and say what to do."""
-    conn = _mysqldb_connect(dsn)
+@contextmanager
+def the_server_to_ourselves(dsn: str, names: list[str], counts: list[int]) -> Iterator[None]:
+    """Hold the server for the run: one run at a time (a named lock, held by a connection of
+    its own — two runs side by side would measure each other), and room for every worker's
+    connections. Each of N workers keeps one connection per variant open for the whole cell
+    (plus the counters' own), and a default MariaDB allows 151 — ten variants at N = 16 need
+    161: ``max_connections`` is then raised for the run and put back at its end. Without
+    the privilege to raise it, stop before any slice runs and say what to do."""
+    holder = _mysqldb_connect(dsn)
     try:
-        cursor = conn.cursor()
+        cursor = holder.cursor()
+        cursor.execute("SELECT GET_LOCK('flow_sql_bench', 0)")
+        if cursor.fetchone()[0] != 1:
+            raise SystemExit("sql_bench: another sql_bench run is using this server")
         cursor.execute("SELECT @@max_connections")
         (allowed,) = cursor.fetchone()
         cursor.execute("SHOW GLOBAL STATUS LIKE 'Threads_connected'")
         (_, connected) = cursor.fetchone()
         needed = max(counts) * len(names) + 1
-        free = int(allowed) - int(connected) + 1  # this check's own connection closes
-        if needed <= free:
-            return lambda: None
-        raised = needed + int(connected) + 20
+        raised = None
+        if needed > int(allowed) - int(connected):
+            raised = needed + int(connected) + 20
+            try:
+                cursor.execute(f"SET GLOBAL max_connections = {raised:d}")
+            except Exception as exc:  # not privileged (SUPER, or MySQL's SYSTEM_VARIABLES_ADMIN)
+                raise SystemExit(
+                    f"sql_bench: N={max(counts)} workers x {len(names)} variants need {needed} "
+                    f"connections; the server allows {allowed} and {connected} are open, and "
+                    f"raising the limit failed ({exc}). Raise it (SET GLOBAL max_connections "
+                    f"= {raised}) or run fewer --workers/--variants."
+                ) from exc
+            print(f"sql_bench: max_connections raised from {allowed} to {raised} for this run")
         try:
-            cursor.execute(f"SET GLOBAL max_connections = {raised:d}")
-        except Exception as exc:  # no SUPER / SYSTEM_VARIABLES_ADMIN privilege
-            raise SystemExit(
-                f"sql_bench: N={max(counts)} workers x {len(names)} variants need {needed} "
-                f"connections; the server allows {allowed} and {connected} are open, and "
-                f"raising the limit failed ({exc}). Raise it (SET GLOBAL max_connections = "
-                f"{raised}) or run fewer --workers/--variants."
-            ) from exc
-    finally:
-        conn.close()
-    print(f"sql_bench: max_connections raised from {allowed} to {raised} for this run")
-
-    def restore() -> None:
-        again = _mysqldb_connect(dsn)
-        try:
-            again.cursor().execute(f"SET GLOBAL max_connections = {int(allowed):d}")
+            yield
         finally:
-            again.close()
-        print(f"sql_bench: max_connections back to {allowed}")
-
-    return restore
+            if raised is not None:
+                cursor.execute(f"SET GLOBAL max_connections = {int(allowed):d}")
+                print(f"sql_bench: max_connections back to {allowed}")
+    finally:
+        holder.close()  # releases the lock
 
 
 def run_all(server: str, names: list[str], counts: list[int], slice_size: int, rounds: int) -> None:
@@ -654,11 +655,8 @@ def main() -> None:
     names = [name for name in VARIANTS if name in {SHORT_NAMES[key] for key in keys}]
     counts = [int(n) for n in args.workers.split(",")]
     server = os.environ.get("FLOW_MYSQL_DSN", DEFAULT_DSN)
-    restore_connections = make_room_for_connections(server, names, counts)
-    try:
+    with the_server_to_ourselves(server, names, counts):
         run_all(server, names, counts, args.slice, args.rounds)
-    finally:
-        restore_connections()
 
 
 if __name__ == "__main__":

@@ -294,6 +294,11 @@ def _sqlite_lock(connection: sa.Connection, timeout: float, key: str) -> None:
     if raw is None or raw.in_transaction:
         return
     previous = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
+    if raw.in_transaction:
+        # That first statement began the Connection's transaction, and a ``begin`` event
+        # sent BEGIN itself (SQLAlchemy's pysqlite SAVEPOINT recipe): a transaction is open,
+        # as in a caller's, so no BEGIN IMMEDIATE (the first DDL takes the write lock).
+        return
     connection.exec_driver_sql(f"PRAGMA busy_timeout = {max(0, int(timeout * 1000))}")
     try:
         connection.exec_driver_sql("BEGIN IMMEDIATE")

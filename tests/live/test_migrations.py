@@ -107,6 +107,25 @@ def test_upgrade_runs_inside_the_callers_transaction(engine: sa.Engine) -> None:
     assert current(engine) == HEAD
 
 
+def test_upgrade_on_sqlalchemy_s_pysqlite_savepoint_recipe(tmp_path: Path) -> None:
+    """SQLAlchemy's documented recipe for SAVEPOINTs on pysqlite (the driver's own transaction
+    handling off, ``BEGIN`` sent from a ``begin`` event): the migration runs in the
+    transaction the event began (a ``BEGIN IMMEDIATE`` after it would be refused)."""
+    engine = sa.create_engine(
+        f"sqlite:///{tmp_path / 'recipe.sqlite'}", connect_args={"isolation_level": None}
+    )
+
+    @sa.event.listens_for(engine, "begin")
+    def begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    try:
+        upgrade(engine)
+        assert current(engine) == HEAD
+    finally:
+        engine.dispose()
+
+
 def test_alembic_cli_upgrades_from_the_repository_root(db_url: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOW_")}
     cli = [str(Path(sys.executable).with_name("alembic")), "-x", f"url={db_url}"]
