@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -353,3 +354,32 @@ def _manager_approvals(db: sa.Engine, instance_id: str) -> int:
                 {"id": instance_id},
             ).scalar_one()
         )
+
+
+@pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
+def test_an_operation_that_failed_inside_a_savepoint_leaves_nothing_and_the_caller_goes_on(
+    db: sa.Engine,
+) -> None:
+    """transactions.md §2's recipe: the library takes no savepoint per operation, so a caller
+    who catches an operation's error to go on wraps the call in one. The recorder fails after
+    its INSERT: rolled back to the savepoint, no history row remains, the claim before it
+    does, and the submit can be made again in the same transaction."""
+    ex = executor(db, index=True)
+    history = ex.recorder
+    assert history is not None
+
+    class FailingAfterItsRow:
+        def record(self, ctx: Any, record: Any) -> None:
+            history.record(ctx, record)
+            raise RuntimeError("audit hook down")
+
+    with db.connect() as conn, conn.begin():
+        c = ctx("sp-1", "employee", conn, amount=1)
+        task = ex.claim_task("oa", c)
+        ex.recorder = FailingAfterItsRow()  # type: ignore[assignment]
+        with pytest.raises(RuntimeError), conn.begin_nested():
+            ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        ex.recorder = history
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert count_rows(db, "bpm_flow_task", "sp-1") == 1
+    assert [t.node_id for t in ex.open_tasks("sp-1")] == ["manager"]
