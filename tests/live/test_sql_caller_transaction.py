@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from _support import approve, count_rows, ctx, executor, flow_engine, migrate
 
-from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction
+from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction, WorkflowExecutor
 from flow_sqla import (
     AutocommitError,
     FlowTables,
@@ -172,14 +172,23 @@ def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
 def test_two_executors_in_one_transaction_never_approve_twice(db: sa.Engine) -> None:
     """The second executor's submit changes the row the first one's claim left; the first
     one's submit must start from the row as it is now, not from what it wrote itself."""
-    first, second = executor(db, index=True), executor(db, index=True)
-    assert approve(first, "two-1", "employee", amount=1)
+    _the_first_sees_the_second_s_approval(
+        db, executor(db, index=True), executor(db, index=True), "two-1"
+    )
+
+
+def _the_first_sees_the_second_s_approval(
+    db: sa.Engine, first: WorkflowExecutor, second: WorkflowExecutor, instance_id: str
+) -> None:
+    """In one transaction: the first claims the manager's task, the second claims and
+    approves it, the first's submit of its claimed task must find it approved."""
+    assert approve(first, instance_id, "employee", amount=1)
     with db.connect() as conn, conn.begin():
-        c = ctx("two-1", "manager", conn)
+        c = ctx(instance_id, "manager", conn)
         task = first.claim_task("oa", c)
         assert second.submit_task_if_waiting(second.claim_task("oa", c), TaskAction.FORWARD, c)
         assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)
-    assert count_rows(db, "bpm_flow_task", "two-1") == 2  # the employee's and one manager's
+    assert count_rows(db, "bpm_flow_task", instance_id) == 2  # the employee's, one manager's
 
 
 def test_a_closed_or_invalidated_caller_connection_is_a_repository_error(
@@ -257,13 +266,7 @@ def test_two_executors_naming_one_table_two_ways_never_approve_twice(db: sa.Engi
         state_controller=ActorStateController(),
         tables=FlowTables(schema=_default_schema(db)),
     )
-    assert approve(first, "alias-1", "employee", amount=1)
-    with db.connect() as conn, conn.begin():
-        c = ctx("alias-1", "manager", conn)
-        task = first.claim_task("oa", c)
-        assert second.submit_task_if_waiting(second.claim_task("oa", c), TaskAction.FORWARD, c)
-        assert not first.submit_task_if_waiting(task, TaskAction.FORWARD, c)
-    assert count_rows(db, "bpm_flow_task", "alias-1") == 2  # the employee's and one manager's
+    _the_first_sees_the_second_s_approval(db, first, second, "alias-1")
 
 
 #: SQL of the caller's that ends the transaction on the server behind the Connection's back.
