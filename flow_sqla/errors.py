@@ -61,9 +61,10 @@ class AutocommitError(RepositoryError, ValueError):
 
     def __init__(self, what: str, *, instance_id: str | None = None) -> None:
         super().__init__(
-            f"{what} is in AUTOCOMMIT mode: flow_sqla needs a transaction that keeps the "
-            "instance row locked until it ends; use an engine or connection without "
-            "isolation_level='AUTOCOMMIT' and without the driver's autocommit",
+            f"{what} commits each statement on its own (AUTOCOMMIT mode, or a transaction "
+            "that SQL of yours ended with COMMIT or ROLLBACK): flow_sqla needs a transaction "
+            "that keeps the instance row locked until it ends; use an engine or connection "
+            "without isolation_level='AUTOCOMMIT' and without the driver's autocommit",
             instance_id=instance_id,
         )
 

@@ -386,3 +386,27 @@ def test_an_operation_that_failed_inside_a_savepoint_leaves_nothing_and_the_call
         assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
     assert count_rows(db, "bpm_flow_task", "sp-1") == 1
     assert [t.node_id for t in ex.open_tasks("sp-1")] == ["manager"]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_sqlite_s_savepoint_recipe_refuses_a_transaction_ended_by_the_caller_s_commit(
+    db: sa.Engine,
+) -> None:
+    """With SQLAlchemy's pysqlite savepoint recipe (sqlite3 begins nothing itself), the
+    caller's raw COMMIT leaves no transaction open: the next operation refuses, saying so,
+    and writes nothing."""
+    recipe = sa.create_engine(db.url, connect_args={"isolation_level": None})
+    sa.event.listen(recipe, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
+    try:
+        ex = executor(recipe, index=True)
+        assert approve(ex, "rc-1", "employee", amount=1)
+        with recipe.connect() as conn, conn.begin():
+            c = ctx("rc-1", "manager", conn)
+            task = ex.claim_task("oa", c)
+            conn.exec_driver_sql("COMMIT")
+            with pytest.raises(AutocommitError, match="ended with COMMIT or ROLLBACK"):
+                ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+            conn.exec_driver_sql("BEGIN")  # for the block's own COMMIT
+    finally:
+        recipe.dispose()
+    assert _manager_approvals(db, "rc-1") == 0
