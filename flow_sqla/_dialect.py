@@ -291,7 +291,7 @@ def _pg_lock(connection: sa.Connection, number: int, timeout: float, key: str) -
 def _sqlite_lock(connection: sa.Connection, timeout: float, key: str) -> None:
     """``BEGIN IMMEDIATE`` with a busy timeout of ``timeout`` (put back once it is taken)."""
     raw: Any = connection.connection.dbapi_connection
-    if raw is None or raw.in_transaction:
+    if raw is None:
         return
     previous = connection.exec_driver_sql("PRAGMA busy_timeout").scalar()
     if raw.in_transaction:

@@ -149,23 +149,18 @@ class TodoTable:
     ) -> TodoChanges:
         """The rows to delete, re-state and insert to bring the instance from ``before`` to
         ``after``."""
-        old = {} if before is None else {t.node_id: t for t in before.tasks}
-        new = {t.node_id: t for t in after.tasks}
-        # An instance driven on through another graph (a submit or claim naming it) keeps no
-        # row of the old one, even where a node id and candidate match: the rows name a graph.
-        same_graph = before is not None and before.graph_id == after.graph_id
+        kept = _kept(before, after)
         changes = TodoChanges()
-        for node_id, task in old.items():
-            kept = new.get(node_id)
-            if kept is None or not same_graph or not _same_rows(task, kept):
+        for task in () if before is None else before.tasks:
+            now = kept.get(task.node_id)
+            if now is None:
                 changes.deleted.extend(_keys(instance_id, task))
-            elif kept.state != task.state:
+            elif now.state != task.state:
                 changes.updated.extend(
-                    {**k, "k_state": int(kept.state)} for k in _keys(instance_id, task)
+                    {**k, "k_state": int(now.state)} for k in _keys(instance_id, task)
                 )
-        for node_id, task in new.items():
-            kept = old.get(node_id)
-            if kept is None or not same_graph or not _same_rows(kept, task):
+        for task in after.tasks:
+            if task.node_id not in kept:
                 changes.inserted.extend(_rows(instance_id, after.graph_id, task))
         return changes
 
@@ -486,14 +481,27 @@ def check_candidates(instance_id: str, before: InstanceIndex | None, after: Inst
     characters would become one candidate, and each would see the other's tasks in its inbox.
     Tasks left as they are stored are not checked again: rows written before long candidates
     were refused hold them clipped, and their instances keep working."""
-    old = {} if before is None else {t.node_id: t for t in before.tasks}
-    same_graph = before is not None and before.graph_id == after.graph_id
+    kept = _kept(before, after)
     for task in after.tasks:
-        kept = old.get(task.node_id)
-        if kept is None or not same_graph or not _same_rows(kept, task):
+        if task.node_id not in kept:
             field_name = f"candidate of node {task.node_id!r}"
             for candidate in task.candidates:
                 check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
+
+
+def _kept(before: InstanceIndex | None, after: InstanceIndex) -> dict[str, IndexedTask]:
+    """The tasks of ``after`` whose todo rows ``before`` already holds (their state aside), by
+    node id. None when the graph changed — an instance driven on through another graph (a
+    claim or submit naming it) keeps no row of the old one even where a node id and candidate
+    match: the rows name their graph."""
+    if before is None or before.graph_id != after.graph_id:
+        return {}
+    old = {t.node_id: t for t in before.tasks}
+    return {
+        t.node_id: t
+        for t in after.tasks
+        if (stored := old.get(t.node_id)) is not None and _same_rows(stored, t)
+    }
 
 
 def _clipped(candidates: Sequence[str]) -> list[str]:

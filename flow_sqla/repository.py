@@ -209,18 +209,23 @@ class _HeldRows:
         )
         self._lock = threading.Lock()  # adding and dropping entries; reads need none
 
-    def holds(self, conn: Connection) -> bool:
-        """Whether rows are held on ``conn`` (perhaps no longer valid)."""
-        return conn in self._by_connection
-
     def get(
         self, conn: Connection, schema: str | None, key: _HeldKey, owner: object
     ) -> StoredRow | None:
+        """The row held for ``key`` under ``schema`` if ``owner`` wrote it last. While any
+        row is held on ``conn``, every operation checks that the transaction holding them is
+        still the one running — on the server too, where the driver shows it — and forgets
+        them all if not, whichever instance it is on (the locks went with the transaction)."""
         held = self._by_connection.get(conn)
         if held is None:
             return None
         transaction = held.held_in()
-        if transaction is None or transaction is not _innermost(conn) or not transaction.is_active:
+        if (
+            transaction is None
+            or transaction is not _innermost(conn)
+            or not transaction.is_active
+            or not transaction_still_open(conn)
+        ):
             self.forget(conn)
             return None
         entry = held.rows.get(key)
@@ -430,13 +435,7 @@ class SqlStateRepository:
                 self._cache.pop(instance_id)
 
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
-        """The row an earlier operation of this very transaction left, still locked — unless
-        the driver shows that the server ended the transaction behind the ``Connection``'s
-        back since (the locks are gone, and others may have changed the rows): then no row
-        held on ``conn`` is used, whichever instance this operation is on."""
-        if _HELD.holds(conn) and not transaction_still_open(conn):
-            _HELD.forget(conn)  # every instance's row: the locks went with the transaction
-            return None
+        """The row an earlier operation of this very transaction left, still locked."""
         return _HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
