@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RowMapping, Transaction
+from sqlalchemy.engine import Connection, Engine, RowMapping
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -41,9 +40,9 @@ from flow_sqla._dialect import (
     EncodedJSON,
     is_autocommit,
     json_dumps,
-    transaction_still_open,
 )
 from flow_sqla._engine import engine_for
+from flow_sqla._held import HELD, HeldKey
 from flow_sqla._limits import (
     GraphChecks,
     check_id,
@@ -165,121 +164,11 @@ class _Operation:
             self.graph = root if isinstance(root, Graph) else node.graph
 
 
-def _innermost(conn: Connection) -> Transaction | None:
-    return conn.get_nested_transaction() or conn.get_transaction()
-
-
 class _ThreadOperations(threading.local):
     """The operations of one repository running in the current thread, by instance id."""
 
     def __init__(self) -> None:
         self.ops: dict[str, _Operation] = {}
-
-
-#: A held row's key: (table name, instance id). The entry also records the schema the
-#: connection's ``schema_translate_map`` sent the table to (one Connection may switch its map
-#: between operations): one entry per table name, so a row held for one spelling of the
-#: schema is never served next to the same table's row under another.
-_HeldKey = tuple[str, str]
-
-
-class _HeldRows:
-    """The instance rows that operations of a caller's transaction hold locked, per
-    ``Connection`` and by ``(repository table, instance id)``, each with the repository that
-    wrote it last — shared by every repository, since two executors may work in one
-    transaction, and by every thread, since one transaction may run its operations on
-    several (``asyncio.to_thread``, a thread pool: each call on whichever thread is free).
-
-    A second operation on the same instance in the same transaction (the README's claim,
-    then submit) starts from the row the first one left instead of locking and reading it
-    again: the lock is still held, so nobody else can have changed it. The rows are valid
-    only while ``held_in`` — the innermost transaction or savepoint when they were held — is
-    still the connection's innermost and active one (a commit, a rollback or a rolled-back
-    savepoint makes the next operation read again), and a row is re-used only by the
-    repository that wrote it last (another one's write in between is not in its memory) and
-    for the schema it was held for. An operation on the table name under another schema
-    replaces the entry: that may be the same table spelled another way (``None`` and the
-    default schema — ``public``, the current database, ``main``), whose row it may change;
-    another tenant's table of that name only loses the re-use.
-    """
-
-    def __init__(self) -> None:
-        self._by_connection: weakref.WeakKeyDictionary[Connection, _Held] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._lock = threading.Lock()  # adding and dropping entries; reads need none
-
-    def get(
-        self, conn: Connection, schema: str | None, key: _HeldKey, owner: object
-    ) -> StoredRow | None:
-        """The row held for ``key`` under ``schema`` if ``owner`` wrote it last. While any
-        row is held on ``conn``, every operation checks that the transaction holding them is
-        still the one running — on the server too, where the driver shows it — and forgets
-        them all if not, whichever instance it is on (the locks went with the transaction)."""
-        held = self._by_connection.get(conn)
-        if held is None:
-            return None
-        transaction = held.held_in()
-        if (
-            transaction is None
-            or transaction is not _innermost(conn)
-            or not transaction.is_active
-            or not transaction_still_open(conn)
-        ):
-            self.forget(conn)
-            return None
-        entry = held.rows.get(key)
-        if entry is None:
-            return None
-        held_schema, held_owner, row = entry
-        if held_schema != schema:
-            with self._lock:
-                held.rows.pop(key, None)
-            return None
-        return row if held_owner is owner else None
-
-    def put(
-        self, conn: Connection, schema: str | None, key: _HeldKey, owner: object, row: StoredRow
-    ) -> None:
-        transaction = _innermost(conn)
-        if transaction is None:
-            return
-        held = self._by_connection.get(conn)
-        if held is None or held.held_in() is not transaction:
-            held = _Held(weakref.ref(transaction))
-            with self._lock:
-                self._by_connection[conn] = held
-        held.rows[key] = (schema, owner, row)
-
-    def forget(self, conn: Connection) -> None:
-        """Forget every row held on ``conn``: after a failed operation (the error may have
-        ended the whole transaction on the server while the ``Connection`` still reports it
-        active — InnoDB rolls all of it back on a deadlock, Galera on a certification
-        failure — and the caller may catch it and go on), or a connection found committing
-        each statement. The next operation on any instance locks and reads again."""
-        with self._lock:
-            self._by_connection.pop(conn, None)
-
-    def drop(self, key: _HeldKey) -> None:
-        """Forget the instance's row of the table (in any schema) on every connection: the
-        row was changed behind our back."""
-        with self._lock:
-            for held in list(self._by_connection.values()):
-                held.rows.pop(key, None)
-
-
-class _Held:
-    """The rows held on one connection, valid while ``held_in`` is its innermost transaction:
-    by key, the schema, the repository that wrote the row last, and the row."""
-
-    __slots__ = ("held_in", "rows")
-
-    def __init__(self, held_in: weakref.ref[Transaction]) -> None:
-        self.held_in = held_in
-        self.rows: dict[_HeldKey, tuple[str | None, object, StoredRow]] = {}
-
-
-_HELD = _HeldRows()
 
 
 class SqlStateRepository:
@@ -412,7 +301,7 @@ class SqlStateRepository:
         with self._translating(instance_id):
             autocommits = self._dialect.commits_each_statement(conn)
         if autocommits:
-            _HELD.forget(conn)
+            HELD.forget(conn)
             raise AutocommitError("ctx.connection", instance_id=instance_id)
         held = self._held_row(conn, instance_id)
         try:
@@ -427,7 +316,7 @@ class SqlStateRepository:
             self._remember(op, cache=False)
             self._hold(conn, op)
         except BaseException:
-            _HELD.forget(conn)
+            HELD.forget(conn)
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
@@ -436,14 +325,14 @@ class SqlStateRepository:
 
     def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
         """The row an earlier operation of this very transaction left, still locked."""
-        return _HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
+        return HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
             key = self._held_key(op.instance_id)
-            _HELD.put(conn, self._held_schema(conn), key, self, op.final)
+            HELD.put(conn, self._held_schema(conn), key, self, op.final)
 
-    def _held_key(self, instance_id: str) -> _HeldKey:
+    def _held_key(self, instance_id: str) -> HeldKey:
         return (self.tables.repository.name, instance_id)
 
     def _held_schema(self, conn: Connection) -> str | None:
@@ -1064,7 +953,7 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        _HELD.drop(self._held_key(instance_id))
+        HELD.drop(self._held_key(instance_id))
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:
