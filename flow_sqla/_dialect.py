@@ -352,7 +352,15 @@ class DialectOps:
         # SQLite has no row locks: the transaction's write lock is taken by a write, so the
         # locking read must itself be a write (see locking_read).
         self.row_locks: bool = self.name != "sqlite"
-        self._columns = [self._table.c[name] for name in ROW_COLUMNS]
+        # The graph column is read as the text it holds: the Go plugin may store only the
+        # graph's id there, quoted or bare (SQLite keeps any text), which no JSON decoder
+        # reads as an id (see flow_sqla._rows.stored_graph).
+        self._columns = [
+            as_text(self.name, self._table.c.graph).label("graph")
+            if name == "graph"
+            else self._table.c[name]
+            for name in ROW_COLUMNS
+        ]
         # An operation needs only states, vars and whether a graph is stored: the graph
         # document (~1 KB) is not fetched and decoded on every locking read. SQLite returns
         # the graph itself: its RETURNING evaluates ``graph IS NOT NULL`` wrongly (3.40).

@@ -1020,22 +1020,35 @@ def _not_json(instance_id: str, exc: BaseException) -> SnapshotError:
 
 
 def _graph_text(raw: Any) -> tuple[str | None, str | None]:
-    """``(document as JSON text, graph id)`` of a stored ``graph`` value.
+    """``(document as JSON text, graph id)`` of a stored ``graph`` value, read as its text.
 
     A JSON object is the graph document. A JSON string is either a document encoded twice
-    (text that parses to an object) or — as the Go plugin may store it — only the graph's id:
-    then the text is ``None`` and the caller resolves the id.
+    (text that parses to an object) or the graph's id, quoted; any other text that is no JSON
+    array or literal — ``1001``, ``leave`` — is the id stored bare, as the Go plugin may
+    store it (the design allows "only the graph id"). For an id the text is ``None`` and the
+    caller resolves the id. Neither for anything else (an array, ``null``, a broken document).
     """
     if raw is None:
         return None, None
-    if isinstance(raw, str):
-        doc = _object_or_none(raw)
-        if doc is None:
-            return None, raw.strip() or None
-        return raw, _id_of(doc)
-    if isinstance(raw, dict):
-        return json_dumps(raw), _id_of(raw)
-    return json.dumps(raw), None
+    if isinstance(raw, bytes | bytearray):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):  # a driver that decoded the JSON anyway
+        raw = json_dumps(raw)
+    text = raw.strip()
+    if text.startswith('"'):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return None, None
+        if not isinstance(value, str):
+            return None, None
+        text = value.strip()
+    if text.startswith("{"):
+        doc = _object_or_none(text)
+        return (text, _id_of(doc)) if doc is not None else (None, None)
+    if not text or text.startswith("[") or text in ("null", "true", "false"):
+        return None, None
+    return None, text
 
 
 def _object_or_none(text: str) -> dict[str, Any] | None:

@@ -180,7 +180,7 @@ def go_marshal(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _json_param(engine: sa.Engine, name: str) -> str:
+def json_param(engine: sa.Engine, name: str) -> str:
     return f"CAST(:{name} AS JSON)" if backend(engine) == "postgresql" else f":{name}"
 
 
@@ -201,11 +201,11 @@ def go_state_put(
     """
     row: dict[str, Any] = {"i": instance_id, "s": go_marshal(states), "a": auditor}
     columns = ["instant_id", "states", "updater", "update_time", "creator", "create_time"]
-    values = [":i", _json_param(engine, "s"), ":a", "CURRENT_TIMESTAMP", ":a", "CURRENT_TIMESTAMP"]
+    values = [":i", json_param(engine, "s"), ":a", "CURRENT_TIMESTAMP", ":a", "CURRENT_TIMESTAMP"]
     for column, key, value in (("graph", "g", graph), ("vars", "v", vars)):
         if value is not None:
             columns.append(column)
-            values.append(_json_param(engine, key))
+            values.append(json_param(engine, key))
             row[key] = go_marshal(value)
     insert = f"INSERT INTO bpm_flow_repository ({', '.join(columns)}) VALUES ({', '.join(values)})"
     update = ("states", "updater", "update_time")
@@ -264,7 +264,7 @@ def go_record(
     names = ", ".join([*row, "create_time"])
     values = ", ".join(
         [
-            *(_json_param(engine, k) if k == "variables" else f":{k}" for k in row),
+            *(json_param(engine, k) if k == "variables" else f":{k}" for k in row),
             "CURRENT_TIMESTAMP",
         ]
     )

@@ -20,12 +20,14 @@ from _go_plugin import (
     GoNode,
     GoParseError,
     GoTaskRow,
+    backend,
     create_go_tables,
     go_read_instance,
     go_read_tasks,
     go_record,
     go_state_put,
     go_unmarshal_states,
+    json_param,
 )
 
 from flow.context import FlowContext
@@ -161,6 +163,35 @@ def test_a_go_instance_stored_with_a_bare_graph_id_is_continued(
         None,
     )
     assert (ours.updater, ours.update_time) == (None, None)
+
+
+@pytest.mark.parametrize("stored", ["1001", '"1001"', "leave"])
+def test_a_graph_column_holding_only_an_id_names_the_graph_whatever_its_spelling(
+    go_db: sa.Engine, stored: str
+) -> None:
+    """A numeric id stored bare (``1001`` is valid JSON: every dialect takes it) or quoted,
+    and on SQLite any bare text, is the graph's id — never a document."""
+    graph_id = stored.strip('"')
+    if graph_id == "leave" and backend(go_db) != "sqlite":
+        pytest.skip(f"{backend(go_db)} stores only valid JSON in the graph column")
+    graph = Graph.from_dict({**LEAVE, "id": graph_id})
+    insert = sa.text(
+        "INSERT INTO bpm_flow_repository (instant_id, graph, states, creator, create_time,"
+        f" updater, update_time) VALUES ('n-1', {json_param(go_db, 'g')},"
+        f" {json_param(go_db, 's')}, 'go', CURRENT_TIMESTAMP, 'go', CURRENT_TIMESTAMP)"
+    )
+    with go_db.begin() as conn:
+        conn.execute(insert, {"g": stored, "s": json.dumps({f"{graph_id}:apply": 1001})})
+    migrations.upgrade(go_db)
+    ex = _executor(go_db, graph)
+
+    snapshot = ex.state_repository.load_snapshot("n-1")  # type: ignore[attr-defined]
+    assert snapshot.graph_id == graph_id
+    assert json.loads(snapshot.graph_json) == graph.to_dict()
+    bare = SqlStateRepository(go_db).load_snapshot("n-1")
+    assert bare is not None and (bare.graph_id, bare.graph_json) == (graph_id, None)
+    task = ex.claim_task(graph_id, FlowContext.of("n-1", {"actor": "employee"}))
+    assert task is not None and task.node.id == "apply"
 
 
 def test_a_go_instance_stored_with_its_graph_document_is_continued(

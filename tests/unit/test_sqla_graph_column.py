@@ -1,4 +1,5 @@
-"""What a stored ``graph`` value means: a document, a document encoded twice, or only an id."""
+"""What a stored ``graph`` value (read as its text) means: a document, a document encoded twice,
+or only an id, quoted or bare."""
 
 from __future__ import annotations
 
@@ -16,11 +17,18 @@ DOC = {"id": "leave", "layout": [{"id": "s", "type": "start"}]}
     ("raw", "expected"),
     [
         (None, (None, None)),
-        (DOC, (json.dumps(DOC, separators=(",", ":")), "leave")),
-        (json.dumps(DOC), (json.dumps(DOC), "leave")),  # the document as a JSON string
-        ("leave", (None, "leave")),  # only the id, as the Go plugin may store it
+        (DOC, (json.dumps(DOC, separators=(",", ":")), "leave")),  # a driver that decoded it
+        (json.dumps(DOC), (json.dumps(DOC), "leave")),
+        (json.dumps(json.dumps(DOC)), (json.dumps(DOC), "leave")),  # encoded twice
+        ('"leave"', (None, "leave")),  # only the id, as the Go plugin may store it
+        ("leave", (None, "leave")),  # the id stored bare (SQLite keeps any text)
+        ("1001", (None, "1001")),  # a numeric id stored bare: valid JSON, still the id
+        (b'"leave"', (None, "leave")),
         ("  ", (None, None)),
-        ("{not json", (None, "{not json")),
+        ("{not json", (None, None)),
+        ('"{not json"', (None, None)),
+        ("[1, 2]", (None, None)),
+        ("null", (None, None)),
         ({"layout": []}, ('{"layout":[]}', None)),
     ],
 )

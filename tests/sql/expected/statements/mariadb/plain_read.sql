@@ -1,4 +1,4 @@
-SELECT bpm_flow_repository.id, bpm_flow_repository.graph, bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.updater, bpm_flow_repository.update_time 
+SELECT bpm_flow_repository.id, CAST(bpm_flow_repository.graph AS CHAR) AS graph, bpm_flow_repository.states, bpm_flow_repository.vars, bpm_flow_repository.creator, bpm_flow_repository.create_time, bpm_flow_repository.updater, bpm_flow_repository.update_time 
 FROM bpm_flow_repository 
 WHERE bpm_flow_repository.instant_id = %s
 -- params:
