@@ -30,6 +30,8 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext, RevisionStep, StampStep
 from alembic.script import ScriptDirectory
+from alembic.script.revision import RevisionError
+from alembic.util import CommandError
 
 from flow_sqla.errors import ColumnDifference, RepositoryError, SchemaMismatchError
 from flow_sqla.migrations._reference import REFERENCE_REVISION, reference_metadata
@@ -136,6 +138,8 @@ def differences(conn: sa.Connection, names: TableNames) -> list[ColumnDifference
     found: list[ColumnDifference] = []
     for diff in _compare(conn, names, reference_metadata(names), wanted):
         found.extend(_column_differences(diff))
+    if conn.dialect.name == "sqlite":
+        found = [d for d in found if not _sqlite_row_id(conn, names, d)]
     repo_missing = any(d.kind == "missing table" and d.table == names.repo_table for d in found)
     if not repo_missing and not _has_unique_key(conn, names, "instant_id"):
         found.append(ColumnDifference(table=names.repo_table, column="instant_id", kind="unique"))
@@ -176,8 +180,9 @@ def _compare(
 def starting_from(revision: str, original: StepsFn) -> StepsFn:
     """Wrap the command's ``fn`` for unrecorded tables found at ``revision`` (see
     :func:`adopted_revision`): an upgrade first stamps ``revision``, then runs the steps from
-    there. Other commands see the database as it is: a downgrade or stamp of tables we never
-    recorded runs on no heads (a downgrade drops nothing)."""
+    there. Other commands see the database as it is: a downgrade of tables we never recorded
+    runs on no heads (a downgrade drops nothing). A stamp is never wrapped (see
+    :func:`is_stamp`)."""
 
     def steps(heads: tuple[str, ...], mc: MigrationContext) -> Sequence[Any]:
         if heads:
@@ -192,6 +197,18 @@ def starting_from(revision: str, original: StepsFn) -> StepsFn:
         return [stamp, *later]
 
     return steps
+
+
+def is_stamp(original: StepsFn, mc: MigrationContext) -> bool:
+    """Whether the command is a stamp, which records the revision it names without looking
+    at the tables — the way out :class:`SchemaMismatchError` offers for a difference known to
+    be harmless. Its steps from no heads are stamp steps (computing steps has no side effect;
+    ``current`` prints nothing for no heads)."""
+    try:
+        steps = list(original((), mc))
+    except (CommandError, RevisionError):  # a downgrade target no head leads to
+        return False
+    return bool(steps) and all(isinstance(step, StampStep) for step in steps)
 
 
 def only_our_heads(mc: MigrationContext, revisions: frozenset[str]) -> None:
@@ -232,6 +249,21 @@ def _has_unique_key(conn: sa.Connection, names: TableNames, column: str) -> bool
         if ix["unique"]
     ]
     return [column] in keys
+
+
+def _sqlite_row_id(conn: sa.Connection, names: TableNames, diff: ColumnDifference) -> bool:
+    """Whether ``diff`` is SQLite reporting its row id as nullable: ``id INTEGER PRIMARY KEY``
+    without ``NOT NULL`` (the usual hand-written key) aliases the row id, which never holds
+    NULL, yet ``PRAGMA table_info`` says the column may."""
+    if diff.kind != "nullable" or diff.column is None:
+        return False
+    inspector = sa.inspect(conn)
+    key = inspector.get_pk_constraint(diff.table, schema=names.schema)
+    if list(key.get("constrained_columns") or ()) != [diff.column]:
+        return False
+    columns = inspector.get_columns(diff.table, schema=names.schema)
+    declared = next(str(c["type"]) for c in columns if c["name"] == diff.column)
+    return declared.upper() == "INTEGER"  # only that spelling aliases the row id
 
 
 def _column_differences(diff: Any) -> list[ColumnDifference]:
@@ -308,6 +340,7 @@ __all__ = [
     "adopted_revision",
     "check_reference_tables",
     "differences",
+    "is_stamp",
     "only_our_heads",
     "our_revisions",
     "plan",

@@ -22,6 +22,7 @@ from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import LOCK_TIMEOUT_KEY, NAMES_KEY, resolve_names
 from flow_sqla.migrations._adopt import (
     adopted_revision,
+    is_stamp,
     only_our_heads,
     our_revisions,
     plan,
@@ -105,20 +106,20 @@ def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, An
     revisions = our_revisions(context.script)
     outside = not connection.in_transaction()
     adoption = plan(connection, names, revisions)
-    found_at = None
-    if adoption is not None and adoption.reference:  # checked before anything is written
-        head = context.script.get_current_head()
-        found_at = adopted_revision(connection, names, head, options["target_metadata"])
+    if adoption is not None:
+        options = {**options, "version_table": adoption.version_table}
+    if adoption is not None and adoption.reference:
+        context.configure(connection=connection, **options)
+        mc = context.get_context()
+        original = mc.opts.get("fn")
+        if original is not None and not is_stamp(original, mc):
+            # Checked before anything is written (Alembic creates its version table first).
+            head = context.script.get_current_head()
+            found_at = adopted_revision(connection, names, head, options["target_metadata"])
+            options["fn"] = starting_from(found_at, original)
     if outside and connection.in_transaction():
         # The reads began a transaction: end it, so Alembic begins (and commits) its own.
         connection.rollback()
-    if adoption is not None:
-        options = {**options, "version_table": adoption.version_table}
-        if found_at is not None:
-            context.configure(connection=connection, **options)
-            original = context.get_context().opts.get("fn")
-            if original is not None:
-                options["fn"] = starting_from(found_at, original)
     context.configure(connection=connection, **options)
     if adoption is not None and adoption.shared:
         only_our_heads(context.get_context(), revisions)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from _go_plugin import GO_DDL, MYSQL_DDL, GoNode, backend, create_go_tables, go_record, go_state_put
+from alembic import command as alembic_command
 from alembic.script import ScriptDirectory
 
 from flow.graph import Graph
@@ -189,6 +190,57 @@ def test_mismatched_tables_are_refused_listing_every_differing_column(engine: sa
     assert sa.inspect(engine).get_indexes("bpm_flow_task") == []
     with pytest.raises(SchemaMismatchError):
         current(engine)
+
+
+def test_a_stamp_records_mismatched_tables_and_the_next_upgrade_continues(
+    engine: sa.Engine,
+) -> None:
+    """The way out the mismatch error offers for a harmless difference (an extra nullable
+    column): ``alembic stamp flow0001``, then ``upgrade`` again."""
+    ddl = GO_DDL[backend(engine)]
+    extra = {
+        "mysql": (
+            "  PRIMARY KEY (`id`)\n",
+            "  `tenant_id` int DEFAULT NULL,\n  PRIMARY KEY (`id`)\n",
+        ),
+        "postgresql": (
+            "  PRIMARY KEY (id)\n);\nCOMMENT",
+            "  tenant_id int,\n  PRIMARY KEY (id)\n);\nCOMMENT",
+        ),
+        "sqlite": (
+            "  update_time datetime DEFAULT NULL\n);\n",
+            "  update_time datetime DEFAULT NULL,\n  tenant_id int\n);\n",
+        ),
+    }[backend(engine)]
+    assert extra[0] in ddl
+    create_go_tables(engine, ddl.replace(extra[0], extra[1]))
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    assert "'alembic stamp flow0001'" in str(caught.value)
+    with engine.connect() as conn:
+        config = make_config(connection=conn)
+        alembic_command.stamp(config, "flow0001")
+        conn.commit()
+    assert _versions(engine, "flow_alembic_version") == ["flow0001"]
+    upgrade(engine)
+    assert current(engine) == HEAD
+    assert "tenant_id" in {c["name"] for c in sa.inspect(engine).get_columns("bpm_flow_task")}
+
+
+def test_a_hand_written_sqlite_row_id_key_is_no_nullability_difference(
+    engine: sa.Engine,
+) -> None:
+    """``id INTEGER PRIMARY KEY AUTOINCREMENT`` without ``NOT NULL`` aliases SQLite's row id,
+    which never holds NULL, though SQLite reports the column as nullable."""
+    if backend(engine) != "sqlite":
+        pytest.skip("a SQLite row id")
+    rowid = "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT"
+    assert rowid in GO_DDL["sqlite"]
+    create_go_tables(
+        engine, GO_DDL["sqlite"].replace(rowid, "id INTEGER PRIMARY KEY AUTOINCREMENT")
+    )
+    upgrade(engine)
+    assert current(engine) == HEAD
 
 
 def test_a_missing_table_and_a_missing_unique_key_are_differences(engine: sa.Engine) -> None:
