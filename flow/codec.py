@@ -284,6 +284,17 @@ def decode(data: Any) -> Any:
         raise SnapshotError("Stored value is nested too deeply to decode") from None
 
 
+def decode_variables(data: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`decode` for a stored variables object (``vars``, a history row's
+    ``variables``, a snapshot's ``vars``): each value is decoded, the object itself never is.
+    Its keys are variable names, written as they are — a variable named ``$decimal`` or
+    ``$dict`` is a name, not a tag. Raises :class:`SnapshotError` like :func:`decode`."""
+    try:
+        return {key: _decode(item) for key, item in data.items()}
+    except RecursionError:
+        raise SnapshotError("Stored value is nested too deeply to decode") from None
+
+
 def _decode(data: Any) -> Any:
     if isinstance(data, list):
         return [_decode(item) for item in data]
@@ -318,6 +329,7 @@ __all__ = [
     "CodecLimits",
     "Encoder",
     "decode",
+    "decode_variables",
     "encode",
     "fast_int_bound",
     "has_lone_surrogate",

@@ -218,7 +218,7 @@ class FlowContext:
         data = (doc["vars"] if "vars" in doc else doc.get("data")) or {}
         if not isinstance(data, dict):
             raise SnapshotError("Context snapshot 'vars' must be an object")
-        values = codec.decode(data)
+        values = codec.decode_variables(data)
         instance_id = values.pop(_ID_KEY, None)
         values.pop(_SELF_KEY, None)
         ctx = cls(instance_id if isinstance(instance_id, str) else None, connection=connection)

@@ -239,7 +239,7 @@ def run_recent_instances(args: argparse.Namespace) -> int:
             continue
         try:
             graph = graph_from_json(stored_graph, instance_id)
-            stored = codec.decode(json_cell(row["vars"]) or {})
+            stored = codec.decode_variables(json_cell(row["vars"]) or {})
             data = {k: v for k, v in stored.items() if k not in never_read}
             where = standing_of(graph, json_cell(row["states"]) or {}, data).describe()
             graph_id = graph.id

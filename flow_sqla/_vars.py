@@ -198,7 +198,7 @@ class VarsPolicy:
         too deeply to walk.
         """
         try:
-            values: dict[str, Any] = codec.decode(parse_vars(instance_id, raw))
+            values = codec.decode_variables(parse_vars(instance_id, raw))
         except SnapshotError as exc:
             if exc.instance_id is not None:
                 raise

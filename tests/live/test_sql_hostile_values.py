@@ -77,6 +77,30 @@ def test_user_dicts_shaped_like_tags_round_trip_and_never_brick(
     assert [entry.variables.get("form") for entry in history] == [form, form]
 
 
+TAG_NAMED = {
+    "$decimal": "1.5",
+    "$date": "2026-01-02",
+    "$uuid": str(uuid.UUID(int=7)),
+    "$dict": {"amount": 9000},
+}
+
+
+@pytest.mark.parametrize(("name", "value"), TAG_NAMED.items(), ids=list(TAG_NAMED))
+def test_variables_named_like_tags_are_names_and_never_brick(
+    db: sa.Engine, name: str, value: Any
+) -> None:
+    """The stored variables object is never read as a tag: ``{"$decimal": "1.5"}`` is a
+    variable of that name, not a ``Decimal`` the instance cannot be read as."""
+    ex = _workflow(db)
+    assert approve(ex, "tag-v", "employee", **{name: value})
+    restored = SqlStateRepository(db).restore_context("tag-v")
+    assert restored.get(name) == value and restored.get("amount") is None
+    assert approve(ex, "tag-v", "manager")  # routed without an amount nobody set
+    recorder = TaskHistoryRecorder(db)
+    assert [entry.variables.get(name) for entry in recorder.history("tag-v")] == [value, value]
+    assert [entry.assignee for entry in recorder.by_assignee("employee")] == ["employee"]
+
+
 def test_rows_written_before_the_escape_read_and_continue(db: sa.Engine) -> None:
     """An unparseable tag in an old row was a user dict: it reads as that dict, and the
     instance is no longer bricked."""

@@ -301,3 +301,12 @@ def test_a_snapshot_restores_as_its_own_instance_whatever_the_data_says() -> Non
     assert Context.from_json(ctx.to_json()).instance_id == "attacker-1"
     ctx.put("instanceId", "victim-43")  # as a script could
     assert Context.from_json(ctx.to_json()).instance_id == "attacker-1"
+
+
+@pytest.mark.parametrize("name", ["$decimal", "$date", "$uuid", "$dict"])
+def test_a_snapshot_variable_named_like_a_tag_stays_a_variable(name: str) -> None:
+    """A snapshot's ``vars`` object is a set of names (a Go service may write one holding a
+    single variable), never one tagged value."""
+    value = {"$dict": {"amount": 9000}, "$decimal": "1.5"}.get(name, "2026-01-02")
+    restored = FlowContext.from_json(json.dumps({"vars": {name: value}}))
+    assert restored.get(name) == value and restored.get("amount") is None
