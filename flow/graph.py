@@ -234,6 +234,15 @@ class Graph:
 
     def __init__(self, spec: GraphSpec) -> None:
         _check_id(spec.id, "Graph id", None)
+        if ":" in spec.id:
+            # A workflow keys each node's state "<graph id>:<node id>": node "b:c" of graph
+            # "a" and node "c" of graph "a:b" would share one state (one approval counting
+            # for both). Node ids may hold ':' — the first ':' of a key ends the graph id.
+            raise GraphDefinitionError(
+                f"Graph id {spec.id!r} contains ':', which ends a graph id in the state keys"
+                " '<graph id>:<node id>'",
+                graph_id=spec.id,
+            )
         spent = budget(spec.id)
         _set(self, "id", spec.id)
         _set(self, "title", spec.title or spec.id)

@@ -244,6 +244,19 @@ def test_ids_with_lone_surrogates_are_refused(document: dict[str, object]) -> No
         Graph.from_text(json.dumps(document))
 
 
+def test_a_graph_id_with_a_colon_is_refused_so_no_two_nodes_share_a_state_key() -> None:
+    """State keys are "<graph id>:<node id>": node "b:c" of graph "a" and node "c" of a graph
+    "a:b" would both be "a:b:c", and one approval would count for both."""
+    outer = Graph.from_dict({"id": "a", "layout": [{"id": "b:c", "type": "start"}]})
+    assert "b:c" in outer.nodes  # node ids may hold ':'
+    document = {"id": "a:b", "layout": [{"id": "c", "type": "start"}]}
+    with pytest.raises(GraphDefinitionError, match="contains ':'") as caught:
+        Graph.from_dict(document)
+    assert caught.value.graph_id == "a:b"
+    with pytest.raises(GraphDefinitionError, match="contains ':'"):
+        Graph.from_text(json.dumps(document))
+
+
 def test_duplicate_ids_and_missing_targets_are_typed_errors_in_strict_mode() -> None:
     text = json.dumps(
         {
