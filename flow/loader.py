@@ -39,7 +39,17 @@ MAX_DEPTH = 64
 node level 3, its meta level 4) and in a meta value built in code."""
 MAX_VALUES = 1_000_000
 """The most values (scalars, mappings and lists) a graph document may expand to, shared
-references and YAML aliases counted once per use; also bounds the meta of a graph built in code."""
+references and YAML aliases counted once per use; also bounds the meta of a graph built in code.
+Text counts too: every :data:`CHARS_PER_VALUE` characters of a string are one more value, so
+aliases of one long string cannot expand to gigabytes."""
+CHARS_PER_VALUE = 32
+"""Characters of a string that count as one value toward :data:`MAX_VALUES`."""
+MAX_YAML_NODES = 100_000
+"""The most nodes (scalars, mappings, lists, aliases) a YAML graph text may hold: building each
+costs microseconds of Python, so a text of a million small mappings would take most of a
+minute. Counted by the C parser before anything is built; JSON text is not limited by it."""
+#: YAML texts shorter than this hold too few nodes to count them first.
+_COUNT_NODES_ABOVE = 256 * 1024
 
 
 def _load_yaml(text: str) -> Any:
@@ -99,7 +109,31 @@ def parse_text(text: str) -> Mapping[str, Any]:
     return data
 
 
+def _count_yaml_nodes(text: str) -> None:
+    """Refuse a YAML text of more than :data:`MAX_YAML_NODES` nodes before building any (the
+    C parser's events cost a fraction of building the values). Text that does not parse is
+    left to the loader, whose error says where."""
+    if len(text) <= _COUNT_NODES_ABOVE:
+        return
+    nodes = 0
+    try:
+        for event in yaml.parse(text, Loader=_YamlLoader):
+            if isinstance(event, _NODE_EVENTS):
+                nodes += 1
+                if nodes > MAX_YAML_NODES:
+                    raise GraphDefinitionError(
+                        f"Graph text holds more than {MAX_YAML_NODES} YAML nodes (write large "
+                        "graphs as JSON); limit: flow.loader.MAX_YAML_NODES"
+                    )
+    except yaml.YAMLError:
+        return
+
+
+_NODE_EVENTS = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent, yaml.AliasEvent)
+
+
 def _parse_yaml(text: str) -> Any:
+    _count_yaml_nodes(text)
     try:
         return _load_yaml(text)
     except yaml.MarkedYAMLError as exc:
@@ -153,6 +187,8 @@ class _Measure:
                     "holds an integer of more than 4,300 decimal digits (Python's limit for "
                     "turning integers into text)"
                 )
+            if isinstance(value, str) and len(value) >= CHARS_PER_VALUE:
+                return 1 + len(value) // CHARS_PER_VALUE, 0
             return 1, 0
         key = id(value)
         found = self.known.get(key)
@@ -177,7 +213,8 @@ class _Measure:
             if total > MAX_VALUES:
                 self._fail(
                     f"expands to more than {MAX_VALUES} values (YAML aliases count once per "
-                    "use); limit: flow.loader.MAX_VALUES"
+                    f"use, text one value per {CHARS_PER_VALUE} characters); limit: "
+                    "flow.loader.MAX_VALUES"
                 )
         self.open.discard(key)
         return total, height

@@ -119,6 +119,34 @@ def test_alias_bomb_in_links_is_refused() -> None:
         Graph.from_text(text)
 
 
+def test_aliases_of_one_long_string_are_refused_before_they_expand() -> None:
+    """Few values (one string used 2,000 times), but 2 GB of text once expanded — as the
+    first SQL operation would have encoded it."""
+    long_text = "x" * 1_000_000
+    uses = ", ".join(["*s"] * 2000)
+    text = f"id: g\nmeta: {{big: &s '{long_text}', copies: [{uses}]}}\n" + TAIL
+    with pytest.raises(GraphDefinitionError, match="one value per 32 characters"):
+        Graph.from_text(text)
+    one_use = f"id: g\nmeta: {{big: &s '{long_text}', copies: [*s]}}\n" + TAIL
+    assert Graph.from_text(one_use).meta["copies"] == [long_text]
+
+
+def test_a_yaml_text_of_too_many_nodes_is_refused_before_they_are_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Building a YAML node costs microseconds of Python (a million small mappings took most
+    of a minute); the C parser counts them first. JSON text is not counted."""
+    monkeypatch.setattr(loader, "MAX_YAML_NODES", 1_000)
+    monkeypatch.setattr(loader, "_COUNT_NODES_ABOVE", 0)
+    items = ", ".join(["{a: 1}"] * 600)  # 1,200 nodes and more
+    with pytest.raises(GraphDefinitionError, match="MAX_YAML_NODES"):
+        Graph.from_text(f"id: g\nmeta: {{x: [{items}]}}\n" + TAIL)
+    few = ", ".join(["{a: 1}"] * 100)
+    assert len(Graph.from_text(f"id: g\nmeta: {{x: [{few}]}}\n" + TAIL).meta["x"]) == 100
+    as_json = {"id": "g", "meta": {"x": [{"a": 1}] * 600}, "layout": [{"type": "start"}]}
+    assert len(Graph.from_text(json.dumps(as_json)).meta["x"]) == 600
+
+
 def test_small_aliases_still_load() -> None:
     graph = Graph.from_text(_bomb(2, width=3))
     assert graph.meta["x"] == [[["lol"] * 3] * 3] * 3
