@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from flow.graph import Graph
 from flow.workflow.errors import InvalidInstanceIdError, InvalidQueryError
+from flow.workflow.records import form_id_of
 from flow_sqla.errors import UnstorableGraphError, UnstorableValueError
 from flow_sqla.tables import ID_LENGTH
 
@@ -118,13 +119,21 @@ def check_message(message: str | None, instance_id: str) -> str | None:
 
 
 def graph_problems(graph: Graph) -> Iterator[str]:
-    """Each id of ``graph`` the history table cannot hold (graph id, node ids)."""
+    """Each value of ``graph`` the history table cannot hold: graph and node ids, and a
+    node's ``formId`` past the ``BIGINT`` column (every submit of that node would fail)."""
     for kind, value in (("graph id", graph.id), *(("node id", n) for n in graph.nodes)):
         if len(value) > ID_LENGTH:
             yield f"{kind} {value[:ID_LENGTH]!r}... has {len(value)} characters (limit {ID_LENGTH})"
         problem = encoding_problem(value)
         if problem is not None:
             yield f"{kind} {value!r}: {problem}"
+    for node in graph.nodes.values():
+        form_id = form_id_of(node)
+        if form_id is not None and not _BIGINT_MIN <= form_id <= _BIGINT_MAX:
+            yield f"formId of node {node.id!r} is past the range of a BIGINT column"
+
+
+_BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
 
 
 class GraphChecks:

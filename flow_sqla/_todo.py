@@ -11,7 +11,8 @@ two instances deadlock at REPEATABLE READ).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
+from flow.graph import Graph, Node
 from flow.workflow.aggregate import (
     IndexedTask,
     InstanceIndex,
@@ -489,6 +491,31 @@ def check_candidates(instance_id: str, before: InstanceIndex | None, after: Inst
                 check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
 
 
+class GraphCandidateChecks:
+    """Graphs whose every node's candidates fit a todo row, remembered by identity (graphs
+    are immutable; candidates depend on the node alone), so the check costs one dict lookup
+    per operation after a graph's first use."""
+
+    def __init__(self) -> None:
+        self._ok: dict[int, Graph] = {}
+        self._mutex = threading.Lock()
+
+    def check(self, graph: Graph, candidates: Callable[[Node], Sequence[str]]) -> None:
+        """Raise :class:`UnstorableValueError` naming the graph and node for a candidate no
+        row can hold — before the instance starts, instead of when that task would open (the
+        task before it could then never be submitted)."""
+        if self._ok.get(id(graph)) is graph:
+            return
+        for node in graph.nodes.values():
+            field_name = f"candidate of node {node.id!r} of graph {graph.id!r}"
+            for candidate in candidates(node):
+                check_id(candidate, field_name, limit=CANDIDATE_LENGTH)
+        with self._mutex:
+            if len(self._ok) >= 1024:
+                self._ok.clear()
+            self._ok[id(graph)] = graph
+
+
 def _kept(before: InstanceIndex | None, after: InstanceIndex) -> dict[str, IndexedTask]:
     """The tasks of ``after`` whose todo rows ``before`` already holds (their state aside), by
     node id. None when the graph changed — an instance driven on through another graph (a
@@ -525,4 +552,4 @@ def _open_task(row: RowMapping, candidates: tuple[str, ...]) -> OpenTask:
     )
 
 
-__all__ = ["TodoChanges", "TodoTable"]
+__all__ = ["GraphCandidateChecks", "TodoChanges", "TodoTable", "check_candidates"]

@@ -63,7 +63,7 @@ from flow_sqla._rows import (
     task_doc,
     utc_now,
 )
-from flow_sqla._todo import TodoChanges, TodoTable, check_candidates
+from flow_sqla._todo import GraphCandidateChecks, TodoChanges, TodoTable, check_candidates
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import (
@@ -228,6 +228,7 @@ class SqlStateRepository:
         self._graph_docs: dict[int, tuple[Graph, str]] = {}
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
+        self._candidates = GraphCandidateChecks()
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -799,6 +800,11 @@ class SqlStateRepository:
         op = self._op(ctx)
         stored = op.new_index if op.new_index is not None else op.base.aggregate
         return IndexRead(states=dict(op.states), stored=stored, stored_before=not _empty(op.base))
+
+    def index_check_graph(self, graph: Graph, candidates: Callable[[Node], Sequence[str]]) -> None:
+        """Refuse ``graph`` (:class:`UnstorableValueError`) when a node's candidates do not fit
+        the todo table; the executor asks before an operation that may open its tasks."""
+        self._candidates.check(graph, candidates)
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
         op = self._op(ctx)

@@ -45,7 +45,12 @@ from flow.workflow.aggregate import (
     SupportsTaskIndex,
     utc_now,
 )
-from flow.workflow.controllers import ActorStateController, BlockStateController, identities_of
+from flow.workflow.controllers import (
+    ActorStateController,
+    BlockStateController,
+    candidates_of,
+    identities_of,
+)
 from flow.workflow.driver import WorkflowDriver
 from flow.workflow.errors import (
     GraphMismatchError,
@@ -54,7 +59,7 @@ from flow.workflow.errors import (
     InvalidActionError,
     SendBackError,
 )
-from flow.workflow.records import TaskRecord
+from flow.workflow.records import TaskRecord, form_id_of
 from flow.workflow.repository import InMemoryStateRepository, state_key
 from flow.workflow.states import TaskAction, TaskState
 from flow.workflow.task import Task
@@ -112,6 +117,7 @@ class WorkflowExecutor:
         END or nothing is operatable. Writes states as a side effect: automatic nodes reached
         run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``."""
         root = self._graph(graph)
+        self._check_for_index(root)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             if index is None:
@@ -127,6 +133,7 @@ class WorkflowExecutor:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
         TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
         root = self._graph(graph)
+        self._check_for_index(root)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -139,6 +146,7 @@ class WorkflowExecutor:
         """Every frontier task in discovery order: WAITING when this context may operate it,
         else UNKNOWN (parallel branches each contribute theirs)."""
         root = self._graph(graph)
+        self._check_for_index(root)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -392,6 +400,16 @@ class WorkflowExecutor:
             return repository  # type: ignore[return-value]
         return None
 
+    def _check_for_index(self, graph: Graph) -> None:
+        """Before an operation that may open tasks of ``graph`` (before its first statement):
+        a repository that bounds what its index holds checks every task the graph could open
+        (``index_check_graph``) — a candidate it cannot hold must refuse the graph before an
+        instance starts, not strand the instance at the task before."""
+        check = getattr(self._indexing(), "index_check_graph", None)
+        if check is not None:
+            controller = self.state_controller
+            check(graph, lambda node: candidates_of(controller, node))
+
     def _require_index(self, operation: str) -> SupportsTaskIndex:
         index = self._indexing()
         if index is None:
@@ -539,6 +557,7 @@ class WorkflowExecutor:
         check_waiting: bool,
     ) -> bool:
         action = _checked_action(action, graph, node)
+        self._check_for_index(graph)
         with self._operation(ctx, lock=True):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -716,7 +735,7 @@ class WorkflowExecutor:
             state=action.target_state,
             assignee=self._assignee(ctx, node),
             message=message,
-            form_id=_form_id(node),
+            form_id=form_id_of(node),
             variables=ctx.ser_data(),  # the intent is NonSerializable: never among them
             created_at=datetime.now(UTC),
         )
@@ -815,21 +834,6 @@ def _end_reached(graph: Graph, target: Node, driver: object, ctx: FlowContext) -
         return None
     reached = graph.get_node(record.id)
     return reached if reached is not None and reached.type == NodeType.END else None
-
-
-def _form_id(node: Node) -> int | None:
-    """Node meta ``formId`` as an int (ints, integral floats, digit strings), else ``None``."""
-    value = node.meta.get("formId")
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
 
 
 class _LockedUnitOfWork:

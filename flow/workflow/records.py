@@ -42,4 +42,19 @@ class TaskRecorder(Protocol):
     def record(self, ctx: FlowContext, record: TaskRecord) -> None: ...
 
 
-__all__ = ["TaskRecord", "TaskRecorder"]
+def form_id_of(node: Node) -> int | None:
+    """Node meta ``formId`` as an int (ints, integral floats, digit strings), else ``None``."""
+    value = node.meta.get("formId")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+__all__ = ["TaskRecord", "TaskRecorder", "form_id_of"]

@@ -56,13 +56,36 @@ def _as_role(instance_id: str | None, role: str) -> FlowContext:
 # -- candidates: refused, never clipped into another identity -------------------------------
 def test_a_candidate_longer_than_its_column_is_refused_with_nothing_written(db: sa.Engine) -> None:
     """Clipped to 128 characters, roles sharing that prefix would become one candidate: each
-    would see the other's tasks. Opening such a task raises instead, naming node and instance."""
+    would see the other's tasks. The graph is refused instead, naming node and graph."""
     role = "r" * CANDIDATE_LENGTH + "-long"  # "role:" + this is well past the column
     ex = _role_executor(db, _role_graph("long", role))
-    with pytest.raises(UnstorableValueError, match="candidate of node 'review'") as caught:
+    with pytest.raises(UnstorableValueError, match="candidate of node 'review' of graph 'long'"):
         ex.claim_task("long", _as_role("l-1", role))
-    assert caught.value.instance_id == "l-1"
     assert every_row(db) == []
+
+
+def test_a_later_task_whose_candidate_does_not_fit_refuses_the_graph_before_it_starts(
+    db: sa.Engine,
+) -> None:
+    """Refused only when that task opened, the first task's submit could never succeed: the
+    instance would stay RUNNING at a task nobody can pass. The whole graph is checked at its
+    first use instead, before anything is written."""
+    role = "r" * CANDIDATE_LENGTH
+    graph = Graph.from_text(
+        f"""
+        id: later
+        layout:
+          - {{id: start, type: start, link: apply}}
+          - {{id: apply, meta: {{role: clerk}}, link: review}}
+          - {{id: review, meta: {{role: "{role}"}}, link: end}}
+          - {{id: end, type: end}}
+        """
+    )
+    ex = _role_executor(db, graph)
+    with pytest.raises(UnstorableValueError, match="candidate of node 'review'"):
+        ex.claim_task("later", _as_role("later-1", "clerk"))
+    assert every_row(db) == []
+    assert ex.status("later-1") is None
 
 
 def test_identities_sharing_a_prefix_never_see_each_others_tasks(db: sa.Engine) -> None:
@@ -194,9 +217,9 @@ def test_a_task_of_the_wrong_type_is_refused(db: sa.Engine) -> None:
     assert every_row(db) == before
 
 
-def test_a_long_candidate_in_a_caller_transaction_leaves_no_history_row(db: sa.Engine) -> None:
-    """The candidate is checked when the submit hands over the task index, before its
-    history record is written: an app that catches the error and commits keeps nothing."""
+def test_a_long_candidate_in_a_caller_transaction_leaves_nothing(db: sa.Engine) -> None:
+    """The graph's candidates are checked before the operation writes anything: an app that
+    catches the error and commits keeps nothing — no row, no state, no history."""
     role = "r" * CANDIDATE_LENGTH
     graph = Graph.from_text(
         f"""
@@ -209,14 +232,13 @@ def test_a_long_candidate_in_a_caller_transaction_leaves_no_history_row(db: sa.E
         """
     )
     ex = _role_executor(db, graph)
-    assert ex.claim_task("lg", FlowContext.of("lg-1", {"actor": "ann"})) is not None
-    before = every_row(db)
     with db.begin() as conn:
         c = FlowContext.of("lg-1", {"actor": "ann"}, connection=conn)
-        task = ex.claim_task("lg", c)
         with pytest.raises(UnstorableValueError, match="candidate of node 'review'"):
-            ex.submit_task_if_waiting(task, TaskAction.FORWARD, c, message="ok")
-    assert every_row(db) == before
+            ex.claim_task("lg", c)
+        with pytest.raises(UnstorableValueError, match="candidate of node 'review'"):
+            ex.submit_task_at("lg", "apply", TaskAction.FORWARD, c)
+    assert every_row(db) == []
 
 
 def test_a_node_title_with_nul_is_stored_without_it_on_every_dialect(db: sa.Engine) -> None:

@@ -78,6 +78,29 @@ def test_a_graph_whose_ids_do_not_fit_is_rejected_before_anything_is_written(
     assert count_rows(db, "bpm_flow_task") == 0
 
 
+@pytest.mark.parametrize("form_id", [2**63, -(2**63) - 1, "99999999999999999999999"])
+def test_a_form_id_past_the_bigint_column_is_rejected_before_anything_is_written(
+    db: sa.Engine, form_id: object
+) -> None:
+    """Every submit of that node would fail (the history's ``form_id`` is a ``BIGINT``),
+    leaving the instance at a task nobody can pass: the graph is refused at its first use."""
+    graph = Graph.from_dict(
+        {
+            "id": "forms",
+            "layout": [
+                {"id": "start", "type": "start", "link": "review"},
+                {"id": "review", "meta": {"actor": "boss", "formId": form_id}, "link": "end"},
+                {"id": "end", "type": "end"},
+            ],
+        }
+    )
+    ex = _workflow(db, graph)
+    with pytest.raises(UnstorableGraphError) as caught:
+        ex.claim_task(graph, ctx("form-1", "boss"))
+    assert any("formId of node 'review'" in p for p in caught.value.problems)
+    assert count_rows(db, "bpm_flow_repository") == 0
+
+
 def test_ids_of_exactly_64_characters_work_on_every_backend(db: sa.Engine) -> None:
     graph = _graph(FULL, "n" * 64)
     ex = _workflow(db, graph)
