@@ -101,6 +101,10 @@ class WorkflowExecutor:
         recorder: TaskRecorder | None = None,
         max_steps: int | None = MAX_STEPS,
     ) -> None:
+        if max_steps is not None and (type(max_steps) is not int or max_steps < 1):
+            # A string failed every walk with a raw TypeError; 0 or a negative count refused
+            # every operation with StepBudgetError — both long after the executor was built.
+            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         self.engine = engine
         self.max_steps = max_steps
         self.state_controller: StateController = (

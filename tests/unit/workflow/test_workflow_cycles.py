@@ -66,6 +66,16 @@ def test_default_budget_and_repr() -> None:
     assert "max_steps=100000" in repr(executor)
 
 
+@pytest.mark.parametrize("bad", ["5", 0, -1, 1.5, True])
+def test_a_budget_that_is_no_positive_count_is_refused_when_the_executor_is_built(
+    bad: object,
+) -> None:
+    """Not at every later walk, as a raw TypeError ("5") or a StepBudgetError on every
+    operation (0, -1)."""
+    with pytest.raises(ValueError, match="max_steps must be a positive int or None"):
+        WorkflowExecutor(FlowEngine(), max_steps=bad)  # type: ignore[arg-type]
+
+
 def test_forward_into_an_edge_back_to_apply_raises_step_budget_error() -> None:
     recorder = ListRecorder()
     executor, _ = _executor(REJECT, recorder=recorder, max_steps=1_000)
