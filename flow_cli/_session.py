@@ -171,6 +171,8 @@ class Session:
                 f"no database at {missing}: the file does not exist; create it with "
                 f"'flow migrate --db {shown(url)}'"
             )
+        if missing is not None:  # migrate and demo create the file, and its directory
+            _create_directory(missing.parent)
         names = table_names()
         engine = open_engine(url)
         try:
@@ -517,6 +519,14 @@ def json_cell(raw: Any, *, graph: bool = False) -> Any:
     if graph and not raw.lstrip().startswith(("{", '"', "[")):
         return raw
     return json.loads(raw)
+
+
+def _create_directory(path: Path) -> None:
+    """Create ``path`` (a new SQLite file's directory), as ``alembic upgrade`` does."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the directory {path}: {exc.strerror or exc}") from exc
 
 
 def _missing_sqlite_file(url: str) -> Path | None:

@@ -148,6 +148,18 @@ def test_a_read_of_a_sqlite_file_that_does_not_exist_creates_no_file(
     assert not missing.exists()
 
 
+def test_the_advised_migrate_creates_a_missing_directory_too(flow: Flow, tmp_path: Path) -> None:
+    """The read's error says "create it with 'flow migrate --db URL'": that command (and
+    ``flow demo --db URL``) creates the file's directory, as ``alembic upgrade`` does."""
+    url = f"sqlite:///{tmp_path / 'new' / 'dir' / 'flow.sqlite'}"
+    advice = single_error_line(flow("instances", "--db", url))
+    assert f"'flow migrate --db {url}'" in advice
+    assert flow("migrate", "--db", url).code == 0
+    assert flow("instances", "--db", url).code == 0
+    demo_url = f"sqlite:///{tmp_path / 'demo' / 'flow.sqlite'}"
+    assert flow("demo", "--db", demo_url).code == 0
+
+
 def test_a_database_without_tables_says_how_to_create_them(flow: Flow, db_url: str) -> None:
     import sqlalchemy as sa
 
