@@ -14,6 +14,16 @@ from collections.abc import Sequence
 class FlowError(Exception):
     """Root of every error raised by ``flow`` and ``flow_sqla``."""
 
+    def __str__(self) -> str:
+        """The message, with any lone surrogate of the bad input it quotes escaped
+        (``\\udc00``): printing or logging the error to a UTF-8 stream must not raise."""
+        text = super().__str__()
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return text
+
 
 class GraphDefinitionError(FlowError):
     """A graph text or shape is unusable.

@@ -266,8 +266,9 @@ def test_default_limits() -> None:
     ],
 )
 def test_ids_with_lone_surrogates_are_refused(document: dict[str, object]) -> None:
-    with pytest.raises(GraphDefinitionError, match="lone surrogate"):
+    with pytest.raises(GraphDefinitionError, match="lone surrogate") as caught:
         Graph.from_dict(document)
+    assert "\\ud" in str(caught.value).encode("utf-8").decode()  # printable and loggable
     with pytest.raises(GraphDefinitionError, match="lone surrogate"):
         Graph.from_text(json.dumps(document))
 
