@@ -6,9 +6,10 @@ with an empty ``nextId``), expressions that do not parse or break the sandbox's 
 (``$path`` task scripts stored in the graph meta included), a bad loop ``$in``. Warnings: an
 explicit unknown ``type``, a ``$path`` task that names no script in the meta, several default
 links on one exclusive gateway, unreachable nodes, a parallel join that can never receive all
-its branches, and a cycle with no activity in it (no human task can stop a walk inside it, so
+its branches, a cycle with no activity in it (no human task can stop a walk inside it, so
 an evaluation that enters it repeats it until a condition leads out and a workflow walk ends
-with ``StepBudgetError``).
+with ``StepBudgetError``) — or, in a graph whose nodes name actors, no node naming one — and a
+task that calls its own graph.
 
 The join check is deliberately conservative (no false alarms): it warns only when an incoming link
 comes from a node that never flows out along it (an unreachable node or an END node), or when two
@@ -62,6 +63,8 @@ def validate_graph(graph: Graph) -> list[Problem]:
         *_unreachable(graph),
         *_starved_joins(graph),
         *_automatic_cycles(graph),
+        *_actorless_cycles(graph),
+        *_self_calls(graph),
     ]
     return sorted(problems, key=lambda p: p.severity != "error")
 
@@ -319,6 +322,46 @@ def _automatic_cycles(graph: Graph) -> Iterator[Problem]:
             "evaluation that enters it repeats it until a condition leads out, and a workflow "
             "walk ends with StepBudgetError",
         )
+
+
+def _actorless_cycles(graph: Graph) -> Iterator[Problem]:
+    """In a graph whose nodes name actors (written for ``ActorStateController``, under which
+    an activity without an ``actor`` meta runs automatically), one warning per cycle whose
+    activities name none — the cycles :func:`_automatic_cycles` leaves to the default
+    controller, where every activity is a human task."""
+    if not any("actor" in node.meta for node in graph.nodes.values()):
+        return
+    candidates = {
+        node_id: node
+        for node_id, node in graph.nodes.items()
+        if node.type != NodeType.END and "actor" not in node.meta
+    }
+    order = {node_id: index for index, node_id in enumerate(graph.nodes)}
+    for component in _cycles(candidates):
+        members = sorted(component, key=order.__getitem__)
+        if all(graph.nodes[m].type != NodeType.ACTIVITY for m in members):
+            continue  # reported by _automatic_cycles
+        shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+        yield _warning(
+            members[0],
+            f"cycle {shown} has no node with an 'actor' meta, so under ActorStateController "
+            "no human task stops a walk inside it: a workflow walk that enters it repeats it "
+            "until a condition leads out, or ends with StepBudgetError",
+        )
+
+
+def _self_calls(graph: Graph) -> Iterator[Problem]:
+    """One warning per node whose task calls its own graph (``#<graph id>``): each call nests
+    one level deeper, so a walk reaching it ends with ``GraphDefinitionError`` once the calls
+    are ``FlowEngine(max_depth=...)`` deep — an instance would stop there for good."""
+    for node in graph.nodes.values():
+        task = node.task
+        if isinstance(task, str) and task.strip() == f"#{graph.id}":
+            yield _warning(
+                node.id,
+                f"task {task.strip()!r} calls the node's own graph: every call nests one level "
+                "deeper, until FlowEngine.max_depth ends the walk with GraphDefinitionError",
+            )
 
 
 def _cycles(nodes: dict[str, Node]) -> list[set[str]]:

@@ -97,3 +97,38 @@ def test_a_cycle_of_five_thousand_gateways_is_one_warning() -> None:
         spec.add_exclusive(f"g{i}").link_add(f"g{(i + 1) % 5_000}")
     (warning,) = _cycle_warnings(spec.create())
     assert warning.node_id == "g0" and warning.message.count("->") == 7
+
+
+def test_in_a_graph_naming_actors_a_cycle_of_activities_naming_none_is_a_warning() -> None:
+    """Under ActorStateController an activity without an ``actor`` meta runs automatically:
+    a cycle of such activities repeats until a workflow walk runs out of steps."""
+    text = """
+        id: g
+        layout:
+          - {id: s, type: start}
+          - {id: apply, meta: {actor: employee}}
+          - {id: a1, task: "n = 1"}
+          - {id: a2, link: [{nextId: e, when: done}, a1]}
+          - {id: e, type: end}
+        """
+    (warning,) = _cycle_warnings(_load(text))
+    assert warning.node_id == "a1" and "cycle 'a1' -> 'a2'" in warning.message
+    assert "no node with an 'actor' meta" in warning.message
+    assert _cycle_warnings(_load(text.replace("meta: {actor: employee}", ""))) == []
+    named = text.replace('{id: a2, link', "{id: a2, meta: {actor: boss}, link")
+    assert _cycle_warnings(_load(named)) == []
+
+
+def test_a_task_calling_its_own_graph_is_a_warning() -> None:
+    graph = _load(
+        """
+        id: g
+        layout:
+          - {id: s, type: start}
+          - {id: n, task: "#g"}
+          - {id: m, task: "#other"}
+          - {id: e, type: end}
+        """
+    )
+    (warning,) = [p for p in graph.validate() if "own graph" in p.message]
+    assert warning.node_id == "n" and "max_depth" in warning.message
