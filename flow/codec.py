@@ -44,7 +44,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from enum import Enum
 from functools import lru_cache
@@ -205,6 +205,9 @@ class Encoder:
         return int(value)
 
     def _typed(self, value: Any, path: str, depth: int) -> Any:
+        if isinstance(value, datetime) and _fractional_offset(value):
+            # ``fromisoformat`` drops an offset's microseconds: store the same instant in UTC.
+            value = value.astimezone(UTC)
         text = value.isoformat() if isinstance(value, datetime | date | time) else str(value)
         self.estimate += len(text) + 3
         if self.plain_json:
@@ -254,6 +257,11 @@ class Encoder:
         limit = self.limits.max_bytes
         if self.estimate > limit and (size := json_size(doc)) > limit:
             raise ContextValueError(f"{what}: {size} bytes of JSON exceed the limit of {limit}")
+
+
+def _fractional_offset(value: datetime) -> bool:
+    offset = value.utcoffset()
+    return offset is not None and offset.microseconds != 0
 
 
 def _reserved(key: Any) -> bool:

@@ -343,3 +343,15 @@ def test_stored_vars_nested_too_deeply_raise_snapshot_error_naming_the_instance(
 def test_snapshots_with_json_too_deep_or_too_big_raise_snapshot_error(text: str) -> None:
     with pytest.raises(SnapshotError):
         FlowContext.from_json(text)
+
+
+def test_a_datetime_whose_offset_has_microseconds_keeps_its_instant() -> None:
+    """``fromisoformat`` drops an offset's microseconds: such a value is stored in UTC."""
+    from datetime import timedelta, timezone
+
+    value = datetime(2026, 1, 1, tzinfo=timezone(timedelta(microseconds=7)))
+    assert codec.decode(json.loads(json.dumps(codec.encode(value)))) == value
+    restored = FlowContext.from_json(FlowContext.of("i-1", {"v": value}).to_json())
+    assert restored.get("v") == value
+    seconds = datetime(2026, 1, 1, tzinfo=timezone(timedelta(seconds=7)))  # kept as written
+    assert codec.decode(codec.encode(seconds)).utcoffset() == timedelta(seconds=7)
