@@ -453,17 +453,21 @@ class Session:
         return [graph.get_node_or_throw(t.node_id) for t in executor.open_tasks(instance_id)]
 
     def not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
-        from flow.workflow import InstanceStatus
-
-        snap = self.snapshot(instance_id)
-        where = standing_of(graph, snap.states, snap.vars).describe()
-        if self.indexed and self.executor(graph).status(instance_id) == InstanceStatus.WITHDRAWN:
-            where = "withdrawn (only a restart changes it)"
         who = f"actor {actor!r}" if actor else "no actor (give --actor)"
         return (
             f"node {node.id!r} of instance {instance_id!r} is not a waiting task for {who}; "
-            f"the instance stands at: {where}"
+            f"the instance stands at: {self.where(instance_id, graph)}"
         )
+
+    def where(self, instance_id: str, graph: Graph) -> str:
+        """Where the instance stands, for an error line: its current tasks, or that it was
+        withdrawn (its states alone read "terminated")."""
+        from flow.workflow import InstanceStatus
+
+        if self.indexed and self.executor(graph).status(instance_id) == InstanceStatus.WITHDRAWN:
+            return "withdrawn (only a restart changes it)"
+        snap = self.snapshot(instance_id)
+        return standing_of(graph, snap.states, snap.vars).describe()
 
 
 class _NodesRecorded:

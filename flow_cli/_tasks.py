@@ -108,11 +108,9 @@ def run_claim(args: argparse.Namespace) -> int:
         graph = session.graph_of(session.snapshot(args.instance), override)
         node = session.claim(args.instance, graph, args.actor)
         if node is None:
-            standing = session.standing(args.instance, graph)
             who = f"actor {args.actor!r}" if args.actor else "no actor (give --actor)"
-            raise CliError(
-                f"no task of {args.instance} for {who}; it stands at: {standing.describe()}"
-            )
+            where = session.where(args.instance, graph)
+            raise CliError(f"no task of {args.instance} for {who}; it stands at: {where}")
     print(escaped(f"claimed {node.id}{_title(node.title, node.id)} of {args.instance}"))
     return 0
 

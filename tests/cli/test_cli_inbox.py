@@ -153,6 +153,8 @@ def test_withdraw_closes_every_open_task_once(flow: Flow, migrated: str) -> None
     refused = flow("submit", "w-1", "manager", "forward", "--db", migrated)
     assert refused.code == 1
     assert "the instance stands at: withdrawn" in single_error_line(refused)
+    claim = flow("claim", "w-1", "--actor", "manager", "--db", migrated)
+    assert "it stands at: withdrawn (only a restart changes it)" in single_error_line(claim)
     unknown = flow("withdraw", "nope", "--db", migrated)
     assert "no instance 'nope'" in single_error_line(unknown)
 
