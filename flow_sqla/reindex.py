@@ -22,7 +22,7 @@ from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, Sna
 from flow.graph import Graph
 from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
-from flow_sqla._dialect import DialectOps
+from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
 from flow_sqla._rows import parse_index
 from flow_sqla._todo import TodoTable
@@ -137,8 +137,10 @@ class _Batch:
         self._dialect = dialect
         r = tables.repository
         self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
-        # The JSON columns as text: a row that does not decode is reported by its id below,
-        # not as a driver error that hides which row of the batch it was.
+        # The JSON columns as text on every dialect (cast, so that psycopg does not decode
+        # them while fetching): a row that does not decode — bad JSON, or JSON too big or too
+        # deep for Python's decoder — is reported by its id below, not as a driver error (or a
+        # raw ValueError/RecursionError) that hides which row of the batch it was.
         # The times as text too: one that no driver can read (PostgreSQL's 'infinity', text
         # on SQLite) must not fail the whole window's fetch.
         self._rows = sa.select(
@@ -146,9 +148,9 @@ class _Batch:
             r.c.instant_id,
             r.c.status,
             r.c.graph_id,
-            sa.type_coerce(r.c.graph, sa.Text()).label("graph"),
-            sa.type_coerce(r.c.states, sa.Text()).label("states"),
-            sa.type_coerce(r.c.open_tasks, sa.Text()).label("open_tasks"),
+            as_text(dialect.name, r.c.graph).label("graph"),
+            as_text(dialect.name, r.c.states).label("states"),
+            as_text(dialect.name, r.c.open_tasks).label("open_tasks"),
             dialect.time_text(r.c.finish_time).label("finish_time"),
             dialect.time_text(r.c.update_time).label("update_time"),
         ).order_by(r.c.id)
@@ -313,7 +315,9 @@ def _graph_doc(instance_id: str, value: Any) -> dict[str, Any] | None:
 
 
 def _decoded(instance_id: str, column: str, text: Any) -> Any:
-    """A JSON column's value: decoded from text, as is when the driver decoded it (psycopg)."""
+    """A JSON column's value, decoded from the text the batch read (``None`` as is). JSON that
+    Python's decoder refuses — malformed, a number of more than 4,300 digits, nesting deeper
+    than the recursion limit — is the row's ``SnapshotError``, never the decoder's error."""
     if not isinstance(text, str | bytes):
         return text
     if not text.strip():
