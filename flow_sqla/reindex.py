@@ -153,6 +153,9 @@ class _Batch:
             as_text(dialect.name, r.c.open_tasks).label("open_tasks"),
             dialect.time_text(r.c.finish_time).label("finish_time"),
             dialect.time_text(r.c.update_time).label("update_time"),
+            # Whether todo rows exist for it (served by the todo table's unique key): an
+            # unindexed row's are stale and must go before its rebuild inserts (see _index).
+            sa.exists().where(tables.todo.c.instant_id == r.c.instant_id).label("has_todo"),
         ).order_by(r.c.id)
         # A stored index that does not read is derived data: cleared, then rebuilt.
         self._clear_index = (
@@ -162,6 +165,13 @@ class _Batch:
         )
         todo = tables.todo
         self._clear_todo = sa.delete(todo).where(todo.c.instant_id == sa.bindparam("instance_id"))
+        # The status under the row's lock: a live operation may have indexed the row (and
+        # written its todo rows) since the window was read; those rows are not stale.
+        self._status_locked = (
+            sa.select(r.c.status)
+            .where(r.c.instant_id == sa.bindparam("instance_id"))
+            .with_for_update()
+        )
         self._r = r
         # The row as the executor just locked and wrote it (the batch runs at READ COMMITTED
         # on MySQL/MariaDB, whose REPEATABLE READ would read the batch's first snapshot).
@@ -212,12 +222,14 @@ class _Batch:
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id
         graph = _graph_of(self.engine, instance_id, row.graph, row.states)
+        params = {"instance_id": instance_id}
         if _index_unreadable(instance_id, row):
             # Its todo rows are unknown too: all of them go, the rebuild inserts the right ones.
             # (A WITHDRAWN status that no longer reads is not known to have been one.)
-            params = {"instance_id": instance_id}
             conn.execute(self._clear_todo, params)
             conn.execute(self._clear_index, params)
+        elif row.status is None and row.has_todo:
+            self._clear_stale_todo(conn, params)
         # The executor evaluates the graph with the variables of the row it locks.
         ctx = FlowContext.of(instance_id, connection=conn)
         # A row another process (a second reindex, a live operation) indexed since the window
@@ -234,6 +246,15 @@ class _Batch:
             if stored is not None:
                 self._todo.repair(conn, instance_id, stored)
         return indexed
+
+    def _clear_stale_todo(self, conn: Connection, params: dict[str, Any]) -> None:
+        """Delete the todo rows of an instance whose row has no index (its status cleared by
+        hand, or by a writer that dropped the index): no index says which tasks they are, and
+        the rebuild inserts every row of the instance's open tasks — one left behind with the
+        same key failed its insert (a UNIQUE violation) on every pass, so the pass never got
+        past the instance. Only while the row, locked, is still unindexed."""
+        if conn.execute(self._status_locked, params).scalar() is None:
+            conn.execute(self._clear_todo, params)
 
 
 def _time(value: Any) -> datetime | None:

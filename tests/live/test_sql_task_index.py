@@ -792,6 +792,27 @@ def test_a_full_reindex_reports_json_python_cannot_decode_as_a_bad_row(
         reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
 
 
+@pytest.mark.parametrize("everything", [False, True], ids=["unindexed", "every-row"])
+def test_reindex_replaces_the_todo_rows_of_a_row_whose_index_was_cleared(
+    db: sa.Engine, everything: bool
+) -> None:
+    """A row whose status was cleared (by hand) while its todo rows stayed: the rebuild
+    replaces them. Their insert failed on the unique key on every pass, so the pass never
+    got past that instance and the rows after it were never indexed."""
+    ex = executor(db, index=True)
+    for instance_id in ("c-1", "c-2"):
+        approve(ex, instance_id, "employee", amount=1)
+    before = _index_rows(db)
+    with db.begin() as conn:
+        conn.execute(sa.text("UPDATE bpm_flow_repository SET status = NULL, open_tasks = NULL"))
+    controller = controller_oa()
+    assert reindex(db, flow_engine_oa(), state_controller=controller, everything=everything) == 2
+    assert _index_rows(db) == before
+    assert [t.node_id for t in ex.open_tasks("c-1")] == ["manager"]
+    assert approve(ex, "c-1", "manager")
+    assert ex.status("c-1") == InstanceStatus.COMPLETED
+
+
 def test_reindex_names_an_instance_whose_stored_graph_does_not_load(db: sa.Engine) -> None:
     plain = executor(db, index=False)
     approve(plain, "s-1", "employee", amount=1)
