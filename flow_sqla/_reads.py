@@ -23,8 +23,10 @@ from flow.errors import SnapshotError
 from flow_sqla._dialect import stored_text
 from flow_sqla._limits import display_text
 
-#: What a column type or driver raises for a stored value it cannot decode.
-_DECODING = (ValueError, TypeError, OverflowError, sa.exc.DataError)
+#: What a column type or driver raises for a stored value it cannot decode. RecursionError:
+#: JSON nested deeper than Python's decoder goes (a hand-written ``[[[...]]]``), which SQLite's
+#: JSON type and psycopg decode while fetching.
+_DECODING = (ValueError, TypeError, OverflowError, RecursionError, sa.exc.DataError)
 
 #: The columns that name a row's instance, in the instance, todo and history tables.
 _INSTANCE_COLUMNS = ("instant_id", "flow_ins_id")
@@ -85,7 +87,7 @@ def decoded(column_type: sa.types.TypeEngine[Any], value: Any) -> Any:
         if isinstance(column_type, sa.DateTime):
             return datetime.fromisoformat(value)
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python decodes
         return UNREADABLE
 
 

@@ -1195,6 +1195,7 @@ def _withdrawn_survives_a_full_reindex(db: sa.Engine) -> None:
         ("bpm_flow_todo", "create_time", "time"),
         ("bpm_flow_todo", "create_time", "bc time"),
         ("bpm_flow_todo", "lineage", "json"),
+        ("bpm_flow_todo", "lineage", "deep json"),
         ("bpm_flow_repository", "update_time", "time"),
         ("bpm_flow_task", "create_time", "time"),
     ],
@@ -1208,6 +1209,9 @@ def test_a_value_no_driver_reads_is_a_typed_error_naming_its_instance(
     odd = {
         ("sqlite", "time"): "garbage",
         ("sqlite", "json"): "not json",
+        # valid JSON nested deeper than Python decodes: a raw RecursionError escaped the reads
+        ("sqlite", "deep json"): _TOO_DEEP,
+        ("postgresql", "deep json"): _TOO_DEEP,
         ("postgresql", "time"): "infinity",
         ("postgresql", "bc time"): "0044-03-15 BC",  # to_char's YYYY would drop the era
     }.get((db.dialect.name, value))
