@@ -336,6 +336,16 @@ def as_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any
     return sa.cast(column, sa.Text())
 
 
+def undecoded_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """A text column read so that no stored value can fail the fetch: SQLite keeps bytes that
+    are not UTF-8 in a text column (a hand edit such as ``X'FFFE'``) and sqlite3 fails the
+    whole fetch decoding them, so there the bytes come back (``CAST AS BLOB``) for the caller
+    to decode row by row; the other servers keep only valid text (:func:`as_text`)."""
+    if dialect == "sqlite":
+        return sa.cast(column, sa.LargeBinary())
+    return as_text(dialect, column)
+
+
 class DialectOps:
     """Statements on the instance row for one dialect, built against ``tables.repository``.
 
@@ -738,4 +748,5 @@ __all__ = [
     "stored_text",
     "time_text",
     "transaction_still_open",
+    "undecoded_text",
 ]

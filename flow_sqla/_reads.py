@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -91,4 +91,21 @@ def decoded(column_type: sa.types.TypeEngine[Any], value: Any) -> Any:
         return UNREADABLE
 
 
-__all__ = ["UNREADABLE", "decoded", "fetch_rows"]
+def read_time(value: Any) -> datetime | None:
+    """A time column read as text (:func:`~flow_sqla._dialect.time_text`), or as a time, as
+    naive UTC; ``None`` when it is no time (PostgreSQL's ``'infinity'``, other text on
+    SQLite) — the caller decides what such a row means, the fetch never fails on it."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    when: datetime = value
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when
+
+
+__all__ = ["UNREADABLE", "decoded", "fetch_rows", "read_time"]

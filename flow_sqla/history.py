@@ -1,8 +1,8 @@
 """Task history: one ``bpm_flow_task`` row per successful submit, and typed queries over it.
 
-Queries page by keyset on ``id`` and read the ``variables`` column as text, decoding it row by
-row: a row whose JSON is corrupt comes back marked (``HistoryEntry.problem``) instead of
-failing the whole page.
+Queries page by keyset on ``id`` and read the ``variables`` and ``create_time`` columns as
+text, decoding them row by row: a row whose JSON, text or time is corrupt comes back marked
+(``HistoryEntry.problem``) instead of failing the whole page.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from flow.errors import SnapshotError
 from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskAction, TaskState
-from flow_sqla._dialect import DialectOps
+from flow_sqla._dialect import DialectOps, time_text, undecoded_text
 from flow_sqla._engine import engine_for
 from flow_sqla._limits import (
     GraphChecks,
@@ -33,7 +33,7 @@ from flow_sqla._limits import (
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._reads import fetch_rows
+from flow_sqla._reads import fetch_rows, read_time
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import InvalidArgumentError
@@ -43,7 +43,7 @@ _NAME_LENGTH = 64
 #: Stored action codes to actions (an unknown code reads as ``None``).
 _ACTIONS: dict[int, TaskAction] = {int(action): action for action in TaskAction}
 #: The columns of an entry, in the order :meth:`TaskHistoryRecorder._entry` takes them
-#: (``variables`` follows, read as text).
+#: (``create_time`` and ``variables`` follow, read as text).
 _ENTRY_COLUMNS = (
     "id",
     "flow_ins_id",
@@ -60,7 +60,6 @@ _ENTRY_COLUMNS = (
     "form_id",
     "message",
     "creator",
-    "create_time",
 )
 
 
@@ -74,9 +73,11 @@ class HistoryEntry:
     WAITING or UNKNOWN), ``None`` for rows written without it (the Go plugin, ``index=False``,
     before revision ``flow0004``) and when the recorder does not write it either;
     ``variables`` are decoded; ``created_at`` is naive UTC. ``problem`` is ``None`` for
-    a sound row; for a row whose ``variables`` cannot be decoded (not JSON, nested deeper than
-    Python decodes, not an object, an unknown codec tag) it says why, and ``variables`` is then
-    empty — the other columns are as stored.
+    a sound row; for a row whose ``variables`` cannot be decoded (not UTF-8 text, not JSON,
+    nested deeper than Python decodes, not an object, an unknown codec tag) it says why, and
+    ``variables`` is then empty; for a ``create_time`` that is no time (PostgreSQL's
+    ``'infinity'``, other text on SQLite) it says so too, and ``created_at`` is ``None`` — the
+    other columns are as stored.
     """
 
     id: int
@@ -132,11 +133,14 @@ class TaskHistoryRecorder:
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
         t = self._table
-        # ``variables`` as text, decoded per row (see _entry): one corrupt row must not fail
-        # the page. CAST renders per dialect (MySQL ``CHAR``, elsewhere ``TEXT``).
+        # ``create_time`` and ``variables`` as text (bytes on SQLite, which keeps any), decoded
+        # per row (see _entry): one corrupt row must not fail the page — no driver reads a
+        # time of 'infinity', nor sqlite3 text that is not UTF-8.
+        dialect = self.engine.dialect.name
         self._columns = [
             *(t.c[name] for name in _ENTRY_COLUMNS),
-            sa.cast(t.c.variables, sa.Text()).label("variables"),
+            time_text(dialect, t.c.create_time).label("create_time"),
+            undecoded_text(dialect, t.c.variables).label("variables"),
             # Only tables at flow0004 or later have it; a recorder that writes it reads it.
             *((t.c.action,) if self.writes_action else ()),
         ]
@@ -261,13 +265,17 @@ class TaskHistoryRecorder:
         form_id: int | None,
         message: str | None,
         creator: str | None,
-        created_at: datetime | None,
-        variables_text: str | None,
+        created_text: Any,  # text (a number where SQLite holds one)
+        variables_text: str | bytes | None,
         action_code: int | None = None,
     ) -> HistoryEntry:
         """One entry from a row of ``self._columns`` (positional: 10k rows per page are
         common, and name lookups per field would dominate)."""
         variables, problem = self._variables(instance_id, row_id, variables_text)
+        created_at = read_time(created_text)
+        if created_at is None and created_text is not None:
+            unreadable = f"history row {row_id}: create_time unreadable ({created_text!r})"
+            problem = unreadable if problem is None else f"{problem}; {unreadable}"
         return HistoryEntry(
             id=row_id,
             instance_id=instance_id,
@@ -291,12 +299,15 @@ class TaskHistoryRecorder:
         )
 
     def _variables(
-        self, instance_id: str, row_id: int, text: str | None
+        self, instance_id: str, row_id: int, stored: str | bytes | None
     ) -> tuple[dict[str, Any], str | None]:
-        """The decoded ``variables`` of one row, or ``{}`` and why they could not be."""
-        if text is None:
+        """The decoded ``variables`` of one row (text, or SQLite's bytes), or ``{}`` and why
+        they could not be."""
+        if stored is None:
             return {}, None
         try:
+            # UnicodeDecodeError (a ValueError): SQLite bytes that are no UTF-8 text
+            text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
             raw = json.loads(text)
             if '"$' not in text and isinstance(raw, dict):
                 # No codec tag can be in it: plain JSON values, only the usual filtering.
@@ -304,7 +315,7 @@ class TaskHistoryRecorder:
                 return {k: v for k, v in raw.items() if k not in excluded and v is not None}, None
             return self._vars.decode(instance_id, raw), None
         except (ValueError, RecursionError, SnapshotError) as exc:
-            # ValueError: not JSON; RecursionError: nested deeper than Python decodes.
+            # ValueError: not text or not JSON; RecursionError: nested deeper than Python decodes.
             return {}, f"history row {row_id}: variables unreadable ({type(exc).__name__}: {exc})"
 
     def _translating(self, instance_id: str | None) -> AbstractContextManager[None]:

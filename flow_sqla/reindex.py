@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -24,6 +23,7 @@ from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
+from flow_sqla._reads import read_time
 from flow_sqla._rows import parse_index
 from flow_sqla._todo import TodoTable
 from flow_sqla._translate import Translating, commit
@@ -235,7 +235,7 @@ class _Batch:
         # A row another process (a second reindex, a live operation) indexed since the window
         # was read is not indexed again, nor counted.
         indexed = self.executor.reindex(
-            graph, ctx, as_of=_time(row.update_time), unindexed_only=not self.all_rows
+            graph, ctx, as_of=read_time(row.update_time), unindexed_only=not self.all_rows
         )
         if indexed and self.all_rows:
             # The executor writes the todo rows that differ from the row's stored index; a
@@ -257,28 +257,12 @@ class _Batch:
             conn.execute(self._clear_todo, params)
 
 
-def _time(value: Any) -> datetime | None:
-    """A time column read as text (or as a time), as naive UTC; ``None`` when it does not
-    read (the caller then takes the present)."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip())
-        except ValueError:
-            return None
-    if not isinstance(value, datetime):
-        return None
-    when: datetime = value
-    if when.tzinfo is not None:
-        when = when.astimezone(UTC).replace(tzinfo=None)
-    return when
-
-
 def _index_unreadable(instance_id: str, row: Any) -> bool:
     """Whether the row's stored task index (status, open tasks, finish time) does not read —
     a status no instance has, open tasks of the wrong shape, an unreadable time."""
     if row.status is None:
         return False
-    if row.finish_time is not None and _time(row.finish_time) is None:
+    if row.finish_time is not None and read_time(row.finish_time) is None:
         return True
     try:
         parse_index(

@@ -246,6 +246,54 @@ def test_one_corrupt_history_row_is_marked_and_the_page_still_reads(
     assert [e.id for e in history.by_assignee("manager")] == [entries[2].id, entries[1].id]
 
 
+#: Values a history row can hold that no driver reads, by dialect: the column and its SQL.
+_UNREADABLE_HISTORY = {
+    ("sqlite", "variables not utf-8"): ("variables", "X'FFFE'"),
+    ("sqlite", "create_time text"): ("create_time", "'garbage'"),
+    ("postgresql", "create_time infinity"): ("create_time", "'infinity'"),
+    ("postgresql", "create_time bc"): ("create_time", "'0044-03-15 BC'"),
+}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["variables not utf-8", "create_time text", "create_time infinity", "create_time bc"],
+)
+def test_a_history_row_no_driver_reads_is_marked_and_the_page_still_reads(
+    db: sa.Engine, damage: str
+) -> None:
+    """Bytes that are not UTF-8 in SQLite's variables (sqlite3 failed the fetch: a
+    RepositoryError) and a create_time that is no time (a SnapshotError) broke every page
+    holding the row; now it comes back marked, its unreadable field empty."""
+    found = _UNREADABLE_HISTORY.get((db.dialect.name, damage))
+    if found is None:
+        pytest.skip(f"{db.dialect.name} cannot hold {damage}")
+    column, literal = found
+    ex = executor(db)
+    assert approve(ex, "odd-h", "employee", amount=1)
+    _corrupt_task_row(db, "odd-h", '{"n": 1}')
+    assert approve(ex, "odd-h", "manager")
+    history = TaskHistoryRecorder(db)
+    odd = history.history("odd-h")[1].id
+    with db.begin() as conn:
+        conn.execute(sa.text(f"UPDATE bpm_flow_task SET {column} = {literal} WHERE id = {odd}"))
+    entries = history.history("odd-h")
+    assert [e.problem is None for e in entries] == [True, False, True]
+    assert f"{column} unreadable" in (entries[1].problem or "")
+    assert (entries[1].id, entries[1].assignee, entries[1].target_node_id) == (
+        odd,
+        "manager",
+        "end",
+    )
+    if column == "variables":
+        assert entries[1].variables == {}
+    else:
+        assert entries[1].created_at is None and entries[1].variables == {"n": 1}
+    assert entries[0].variables["amount"] == 1 and entries[0].created_at is not None
+    assert [e.id for e in history.history("odd-h", limit=2)] == [e.id for e in entries[:2]]
+    assert [e.id for e in history.by_assignee("manager")] == [entries[2].id, odd]
+
+
 def test_a_deeply_nested_states_column_is_a_snapshot_error_for_that_instance_only(
     db: sa.Engine,
 ) -> None:
