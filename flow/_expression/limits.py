@@ -287,11 +287,20 @@ def _scalar_weight(value: Any, text: bool) -> int:
     if text and isinstance(value, int):
         return value.bit_length() // 3 + 1
     if isinstance(value, range):  # iterating a range from the data walks every number
-        try:
-            return len(value)
-        except OverflowError:
-            return LIMITS.max_length + 1
+        return range_length(value)
     return 1
+
+
+OVER_ANY_BUDGET = 1 << 62
+"""The weight of something too long to count (a range longer than ``sys.maxsize``)."""
+
+
+def range_length(value: range) -> int:
+    """Numbers a walk over ``value`` visits (``len()`` raises past ``sys.maxsize``)."""
+    try:
+        return len(value)
+    except OverflowError:
+        return OVER_ANY_BUDGET
 
 
 def check_length(size: int) -> None:

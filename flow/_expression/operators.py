@@ -24,12 +24,14 @@ from flow._expression.limits import (
     charge_ints,
     check_bits,
     check_length,
+    range_length,
     weigh,
 )
 from flow._expression.sizes import search_cost
 
 _SCALARS = frozenset({int, float, bool, complex, type(None)})
 _REPEATABLE = (str, bytes, list, tuple)
+_RANGE_LOOKUP = frozenset({int, bool})
 
 
 def _null_safe(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
@@ -60,6 +62,9 @@ def equals(left: Any, right: Any) -> Any:
 def _contains_charged(item: Any, container: Any) -> bool:
     if isinstance(container, str | bytes) and isinstance(item, str | bytes):
         charge(search_cost(container, len(item)))
+    elif type(container) is range:
+        # An int (or bool) is looked up arithmetically; anything else walks every number.
+        charge(_compare_cost(item) if type(item) in _RANGE_LOOKUP else range_length(container))
     else:
         _charge_compare(item, container)
     return False if container is None else item in container

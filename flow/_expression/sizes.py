@@ -22,6 +22,7 @@ from flow._expression.limits import (
     CONTAINERS,
     charge,
     check_length,
+    range_length,
     too_long,
     weigh,
 )
@@ -45,6 +46,17 @@ _ADDING = frozenset(
 _BUILTIN = (*_SIZED, int, float, Decimal, dt.date, dt.time, dt.timedelta)
 _PYTHON_LEVEL = 16  # a library method (context.put_all) walks its arguments in Python
 _NAIVE_SEARCH = 100  # CPython searches for longer needles in linear time
+_RANGE_LOOKUP = frozenset({int, bool})  # range.count/index of these is arithmetic
+
+
+def walk_length(value: Any) -> int:
+    """Items a method walks when it takes ``value`` as an iterable: a string's or container's
+    length, a range's numbers (a range from the data may be 10**12 long), else nothing."""
+    if isinstance(value, _SIZED):
+        return len(value)
+    if type(value) is range:
+        return range_length(value)
+    return 0
 
 
 def search_cost(text: str | bytes, needle: int) -> int:
@@ -55,7 +67,7 @@ def search_cost(text: str | bytes, needle: int) -> int:
 
 def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
     """Refuse a call whose result would be too large; charge the work it will do."""
-    sized = sum(len(a) for a in (*args, *kwargs.values()) if isinstance(a, _SIZED))
+    sized = sum(walk_length(a) for a in (*args, *kwargs.values()))
     if isinstance(obj, _TEXT):
         _text_method(obj, name, args, kwargs)
     elif isinstance(obj, CONTAINERS):
@@ -64,6 +76,9 @@ def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, A
         length = _argument(args, kwargs, 0, "length", 1)
         if isinstance(length, int):
             check_length(length)
+    elif type(obj) is range and name in ("count", "index"):
+        if args and type(args[0]) not in _RANGE_LOOKUP:
+            charge(range_length(obj))  # anything but an int is compared with every number
     elif isinstance(obj, dt.date | dt.time) and name == "strftime":
         fmt = _argument(args, kwargs, 0, "format", "")
         if isinstance(fmt, str):
@@ -161,4 +176,4 @@ def _container_method(
         # Each item is compared: a huge integer costs its size, as a long string does.
         charge(weigh(container, compare=True))
     else:
-        charge(len(container) + sum(len(a) for a in args if isinstance(a, CONTAINERS)))
+        charge(len(container) + sum(walk_length(a) for a in args))

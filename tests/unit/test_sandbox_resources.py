@@ -102,6 +102,10 @@ CPU = [
     ("script", "\n".join(["x = min(many)"] * 300)),
     ("script", "x = min(numbers)"),
     ("script", "x = max(numbers)"),
+    ("condition", "0.5 in numbers"),
+    ("condition", "numbers.count(None)"),
+    ("condition", "{0}.union(numbers)"),
+    ("condition", "{-1}.issubset(numbers)"),
 ]
 
 RECURSION = [
@@ -248,3 +252,40 @@ def test_compiled_texts_kept_in_memory_are_bounded() -> None:
         compile_condition(text)
     assert compile_condition(texts[-1]) is compile_condition(texts[-1])
     assert long_condition.cache_info().currsize <= 64
+
+
+# -- red-team 1: work that the meter did not see --------------------------------------------
+
+
+def _refused_for_work(text: str, data: dict[str, Any], *, script: bool = False) -> None:
+    ctx = FlowContext.of("i-1", data)
+    with pytest.raises(ExpressionError, match="units of work"):
+        if script:
+            EVALUATION.run_task(ctx, text)
+        else:
+            EVALUATION.run_condition(ctx, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "0.5 in r",
+        "None in r",
+        "'a' not in r",
+        "[1] in r",
+        "r.count(0.5)",
+        "r.index('a')",
+        "{-1}.isdisjoint(r)",
+        "{0}.union(r)",
+        "{-1}.issubset(r)",
+        "d.keys().isdisjoint(r)",
+    ],
+)
+def test_a_range_from_the_data_is_charged_its_length_when_walked(text: str) -> None:
+    _refused_for_work(text, {"r": range(2_000_000), "d": {"a": 1}})
+
+
+def test_an_int_is_looked_up_in_a_huge_range_without_walking_it() -> None:
+    ctx = FlowContext.of("i-1", {"r": range(10**30)})
+    text = "5 in r and True in r and -1 not in r and r.count(5) == 1 and r.index(7) == 7"
+    assert EVALUATION.run_condition(ctx, text)
