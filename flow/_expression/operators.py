@@ -132,7 +132,8 @@ def safe_mult(left: Any, right: Any) -> Any:
         return left * right
     for count, items in ((left, right), (right, left)):
         if _is_int(count) and isinstance(items, _REPEATABLE):
-            check_length(max(count, 0) * weigh(items))
+            if count > 0:  # repeated no times, a sequence is empty: nothing to weigh
+                check_length(count * weigh(items))
             break
     return left * right
 

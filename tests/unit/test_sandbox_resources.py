@@ -289,3 +289,21 @@ def test_an_int_is_looked_up_in_a_huge_range_without_walking_it() -> None:
     ctx = FlowContext.of("i-1", {"r": range(10**30)})
     text = "5 in r and True in r and -1 not in r and r.count(5) == 1 and r.index(7) == 7"
     assert EVALUATION.run_condition(ctx, text)
+
+
+def test_a_sequence_repeated_no_times_is_not_weighed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``l * 0`` used to weigh ``l`` (a walk of every item) and charge 0 units for it: a
+    script repeating it ran for half a minute."""
+    import flow._expression.operators as operators
+
+    weighed: list[object] = []
+    real = operators.weigh
+
+    def spy(value: Any, **kwargs: Any) -> int:
+        weighed.append(value)
+        return real(value, **kwargs)
+
+    monkeypatch.setattr(operators, "weigh", spy)
+    ctx = FlowContext.of("i-1", {"l": [0, ""] * 40_000})
+    EVALUATION.run_task(ctx, "a = l * 0\nb = -3 * l\nc = l * False\nd = 'xy' * -1")
+    assert (ctx.get("a"), ctx.get("b"), ctx.get("c"), ctx.get("d"), weighed) == ([], [], [], "", [])
