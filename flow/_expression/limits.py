@@ -223,7 +223,7 @@ def weigh(
 
 
 class _Walk:
-    __slots__ = ("compare", "limit", "max_depth", "memo", "open", "text", "within")
+    __slots__ = ("compare", "keep", "limit", "max_depth", "memo", "open", "text", "within")
 
     def __init__(self, limit: int, text: bool, within: Any, compare: bool = False) -> None:
         self.limit = limit
@@ -232,6 +232,9 @@ class _Walk:
         self.compare = compare
         self.within = within
         self.memo: dict[int, int] = {}
+        # The weighed containers, kept alive while their ids are in ``memo``: a dict's items
+        # view makes a new tuple per item, and a freed tuple's id is reused by the next one.
+        self.keep: list[Any] = []
         self.open: set[int] = set()
 
     def weigh(self, container: Any, depth: int) -> int:
@@ -252,6 +255,7 @@ class _Walk:
             total += self._items(part, depth)
         self.open.discard(key)
         self.memo[key] = total
+        self.keep.append(container)
         return total
 
     def _items(self, items: Any, depth: int) -> int:

@@ -307,3 +307,23 @@ def test_a_sequence_repeated_no_times_is_not_weighed(monkeypatch: pytest.MonkeyP
     ctx = FlowContext.of("i-1", {"l": [0, ""] * 40_000})
     EVALUATION.run_task(ctx, "a = l * 0\nb = -3 * l\nc = l * False\nd = 'xy' * -1")
     assert (ctx.get("a"), ctx.get("b"), ctx.get("c"), ctx.get("d"), weighed) == ([], [], [], "", [])
+
+
+def test_the_items_of_a_dict_view_are_each_weighed() -> None:
+    """A dict's items view makes a new tuple per item; the weight of a freed tuple was found
+    again under the id of the next one: weigh(d.items()) was 20 for 199,993."""
+    from flow._expression.limits import weigh
+
+    d = {"a": 0, "b": 0, **{f"k{i}": [0] * 99_990 for i in range(2)}}
+    assert weigh(d.items()) == weigh(d) + 2 * len(d)  # and each pair's two items
+    ctx = FlowContext.of("i-1", {"d": d})
+    with pytest.raises(ExpressionError, match="longer than"):
+        EVALUATION.run_condition(ctx, "len(str(d.items())) > 0")
+
+
+def test_a_list_cannot_contain_itself_through_a_dict_view() -> None:
+    with pytest.raises(ExpressionError, match="contain itself"):
+        EVALUATION.run_task(
+            FlowContext.of("i-1"),
+            "L = []\nd = {'a': 0, 'b': 0, 'c': 0, 'd': L}\nL.append(d.items())",
+        )
