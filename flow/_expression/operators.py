@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import math
+import numbers
 import operator as op
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ import simpleeval as se
 
 from flow._expression.limits import (
     CONTAINERS,
+    OVER_ANY_BUDGET,
     charge,
     charge_ints,
     check_bits,
@@ -31,6 +33,7 @@ from flow._expression.sizes import search_cost
 
 _SCALARS = frozenset({int, float, bool, complex, type(None)})
 _REPEATABLE = (str, bytes, list, tuple)
+_BYTES_LIKE = (str, bytes, bytearray)
 _RANGE_LOOKUP = frozenset({int, bool})
 
 
@@ -60,7 +63,7 @@ def equals(left: Any, right: Any) -> Any:
 
 
 def _contains_charged(item: Any, container: Any) -> bool:
-    if isinstance(container, str | bytes) and isinstance(item, str | bytes):
+    if isinstance(container, _BYTES_LIKE) and isinstance(item, _BYTES_LIKE):
         charge(search_cost(container, len(item)))
     elif type(container) is range:
         # An int (or bool) is looked up arithmetically; anything else walks every number.
@@ -75,13 +78,26 @@ def _not_contains_charged(item: Any, container: Any) -> bool:
 
 
 def _compare_cost(value: Any) -> int:
-    if isinstance(value, str | bytes):
+    if isinstance(value, _BYTES_LIKE):
         return (len(value) >> 4) + 1
     if isinstance(value, CONTAINERS):
         return weigh(value, compare=True)  # a huge integer in it costs its size
     if isinstance(value, int):
         return (value.bit_length() >> 9) + 1
-    return 1
+    if type(value) is range:
+        return 1  # compared by start, stop and step
+    return sized_length(value) + 1  # a deque, array, UserList... from the data: its items
+
+
+def sized_length(value: Any) -> int:
+    """Items of a value of a type the sandbox does not list (``bytearray``, ``array``,
+    ``deque``, ``UserList``, ``UserString``...): its ``len()``, 0 when it has none."""
+    if not hasattr(type(value), "__len__"):
+        return 0
+    try:
+        return len(value)
+    except OverflowError:
+        return OVER_ANY_BUDGET
 
 
 def _charge_compare(left: Any, right: Any) -> None:
@@ -131,17 +147,25 @@ def safe_mult(left: Any, right: Any) -> Any:
         charge_ints(left, right)
         return left * right
     for count, items in ((left, right), (right, left)):
-        if _is_int(count) and isinstance(items, _REPEATABLE):
-            if count > 0:  # repeated no times, a sequence is empty: nothing to weigh
+        if _is_int(count) and type(items) not in _SCALARS:
+            if count <= 0:
+                break  # repeated no times, a sequence is empty: nothing to weigh
+            if isinstance(items, _REPEATABLE):
                 check_length(count * weigh(items))
+            else:  # a sequence of a type not listed (bytearray, deque...): by its length
+                check_length(count * sized_length(items))
             break
     return left * right
 
 
 def safe_add(left: Any, right: Any) -> Any:
     """``left + right`` unless two sequences would concatenate into too many items."""
+    if type(left) in _SCALARS:
+        return left + right
     if isinstance(left, _REPEATABLE) and isinstance(right, _REPEATABLE):
         check_length(weigh(left) + weigh(right))
+    else:  # sequences of types not listed (bytearray, array, deque...): by their lengths
+        check_length(sized_length(left) + sized_length(right))
     return left + right
 
 
@@ -164,11 +188,15 @@ def safe_lshift(left: Any, right: Any) -> Any:
 
 
 def safe_mod(left: Any, right: Any) -> Any:
-    """``left % right``; ``%`` string formatting is refused (it can reach attributes)."""
-    if isinstance(left, str | bytes):
+    """``left % right`` of numbers; ``%`` string formatting is refused (it can reach
+    attributes and pads to any width), on every type: ``bytearray`` and ``UserString`` format
+    too, so a left operand that is not a number is refused."""
+    if _is_int(left):
+        if _is_int(right):
+            charge_ints(left, right)
+        return left % right
+    if not isinstance(left, numbers.Number):
         raise se.FeatureNotAvailable("String formatting with '%' is not allowed")
-    if _is_int(left) and _is_int(right):
-        charge_ints(left, right)
     return left % right
 
 

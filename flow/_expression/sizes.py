@@ -59,7 +59,7 @@ def walk_length(value: Any) -> int:
     return 0
 
 
-def search_cost(text: str | bytes, needle: int) -> int:
+def search_cost(text: str | bytes | bytearray, needle: int) -> int:
     """Work of a pass over ``text`` looking for a ``needle``-long string: worst case
     ``len(text) * needle`` character comparisons for short needles, charged at 4 per unit."""
     return ((len(text) * max(min(needle, _NAIVE_SEARCH), 1)) >> 2) + 1

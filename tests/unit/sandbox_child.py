@@ -8,6 +8,8 @@ Output (stdout): a JSON list of ``[error type or "ok", seconds, message]``.
 
 from __future__ import annotations
 
+import array
+import collections
 import datetime as dt
 import json
 import resource
@@ -39,6 +41,14 @@ def _data() -> dict[str, Any]:
         "bigdict": {str(i): i for i in range(60_000)},
         "rows": [[i] * 300 for i in range(300)],
         "numbers": range(10**12),
+        # sequences of types the sandbox does not list
+        "ba": bytearray(b"x"),
+        "bfmt": bytearray(b"%0999999999d"),
+        "ar": array.array("b", [0]),
+        "dq": collections.deque([0]),
+        "ul": collections.UserList([0]),
+        "us": collections.UserString("x"),
+        "usfmt": collections.UserString("%0999999999d"),
     }
 
 

@@ -4,6 +4,8 @@ timeout so that a regression fails the test instead of hanging the suite or the 
 
 from __future__ import annotations
 
+import array
+import collections
 import json
 import os
 import subprocess
@@ -83,6 +85,14 @@ ALLOCATION = [
     ("script", "r = ','.join(numbers)"),
     ("condition", "len(str([big] * 3)) > 0"),
     ("condition", "len(' '.join(many) + big) > 0"),
+    ("condition", "len(ba * 10 ** 9) > 0"),
+    ("condition", "len(ar * 10 ** 9) > 0"),
+    ("condition", "len(10 ** 8 * dq) > 0"),
+    ("condition", "len(ul * 10 ** 8) > 0"),
+    ("condition", "len(us * 10 ** 9) > 0"),
+    ("condition", "len(bfmt % 1) > 0"),
+    ("condition", "len(usfmt % 1) > 0"),
+    ("script", "r = ba\n" + "\n".join(["r = r + r"] * 40)),
 ]
 
 CPU = [
@@ -327,3 +337,46 @@ def test_a_list_cannot_contain_itself_through_a_dict_view() -> None:
             FlowContext.of("i-1"),
             "L = []\nd = {'a': 0, 'b': 0, 'c': 0, 'd': L}\nL.append(d.items())",
         )
+
+
+UNLISTED_SEQUENCES = {
+    "ba": bytearray(b"x"),
+    "bfmt": bytearray(b"%0999999d"),
+    "ar": array.array("b", [0]),
+    "dq": collections.deque([0]),
+    "ul": collections.UserList([0]),
+    "us": collections.UserString("x"),
+    "usfmt": collections.UserString("%0999999d"),
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "r = ba * 10**6",
+        "r = 10**6 * ar",
+        "r = dq * 10**6",
+        "r = ul * 10**6",
+        "r = us * 10**6",
+        "r = ba\n" + "\n".join(["r = r + r"] * 20),
+        "r = ul\n" + "\n".join(["r += r"] * 20),
+        "r = bfmt % 1",
+        "r = usfmt % 1",
+    ],
+)
+def test_sequences_of_types_not_listed_are_weighed_by_their_length(text: str) -> None:
+    """bytearray, array, deque, UserList and UserString from the data were repeated and
+    concatenated unchecked, and bytearray/UserString '%' formatted to any width."""
+    with pytest.raises(ExpressionError, match=r"longer than|String formatting"):
+        EVALUATION.run_task(FlowContext.of("i-1", dict(UNLISTED_SEQUENCES)), text)
+
+
+def test_arithmetic_on_numbers_is_unchanged_by_the_sequence_checks() -> None:
+    from decimal import Decimal
+    from fractions import Fraction
+
+    ctx = FlowContext.of("i-1", {"d": Decimal("7.5"), "f": Fraction(7, 2), "ba": bytearray(b"ab")})
+    EVALUATION.run_task(ctx, "a = d % 2\nb = f % 2\nc = 7.5 % 2\nx = ba * 2 + ba\ny = 0 * ba")
+    assert [ctx.get(k) for k in "abcxy"] == [
+        Decimal("1.5"), Fraction(3, 2), 1.5, bytearray(b"ababab"), bytearray(),
+    ]  # fmt: skip
