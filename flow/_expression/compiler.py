@@ -22,7 +22,14 @@ from flow._expression import limits
 from flow._expression.access import call_method, check_attr_name, read_attr, read_item
 from flow._expression.functions import FUNCTIONS, refuse_functions
 from flow._expression.limits import check_built
-from flow._expression.operators import BINARY, COMPARE, UNARY, charged, equals
+from flow._expression.operators import (
+    BINARY,
+    COMPARE,
+    PLAIN_BINARY,
+    UNARY,
+    charged,
+    equals,
+)
 from flow.errors import ExpressionError
 
 Code = Callable[[Mapping[str, Any]], Any]
@@ -41,6 +48,7 @@ class ScriptContext(Protocol):
 Statement = Callable[[ScriptContext], None]
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None))
 _SCALAR_CONSTANT = (int, float, complex, str, bytes, bool, type(None))
+_NUMBER_CONSTANT = frozenset({int, float, complex, bool, type(None)})
 
 
 class Compiler:
@@ -132,6 +140,19 @@ class Compiler:
             raise self.fail(f"Operator {type(node.op).__name__} is not allowed")
         left, right = self.expr(node.left), self.expr(node.right)
         self.metered = True
+        plain = PLAIN_BINARY.get(type(node.op))
+        if plain is not None and (self.is_number(left) or self.is_number(right)):
+            function = plain  # no set or dict operation can follow: a number is an operand
+        elif plain is not None:
+            checked, fast = function, plain
+
+            def run_set_operator(data: Mapping[str, Any]) -> Any:
+                value = left(data)
+                if type(value) in _NUMBER_CONSTANT:  # numbers skip the set operator's checks
+                    return fast(value, right(data))
+                return checked(value, right(data))
+
+            return self.fold(run_set_operator, [left, right])
 
         def run(data: Mapping[str, Any]) -> Any:
             return function(left(data), right(data))
@@ -209,6 +230,9 @@ class Compiler:
             return function
         self.metered = True
         return charged(kind)
+
+    def is_number(self, code: Code) -> bool:
+        return code in self.constants and type(self.constants[code]) in _NUMBER_CONSTANT
 
     def is_scalar(self, code: Code) -> bool:
         return code in self.constants and isinstance(self.constants[code], _SCALAR_CONSTANT)

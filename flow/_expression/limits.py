@@ -295,6 +295,17 @@ def _scalar_weight(value: Any, text: bool) -> int:
     return 1
 
 
+def sized_length(value: Any) -> int:
+    """Items of a value of a type the sandbox does not list (``bytearray``, ``array``,
+    ``deque``, ``UserList``, ``UserString``...): its ``len()``, 0 when it has none."""
+    if not hasattr(type(value), "__len__"):
+        return 0
+    try:
+        return len(value)
+    except OverflowError:
+        return OVER_ANY_BUDGET
+
+
 OVER_ANY_BUDGET = 1 << 62
 """The weight of something too long to count (a range longer than ``sys.maxsize``)."""
 
@@ -305,6 +316,18 @@ def range_length(value: range) -> int:
         return len(value)
     except OverflowError:
         return OVER_ANY_BUDGET
+
+
+def hash_cost(value: Any) -> int:
+    """Work of hashing every item of ``value`` (a set's, frozenset's or dict's items keep
+    their hashes: one unit each). A tuple does not keep its hash and hashes every item again,
+    and an integer hashes in time of its size: both count as they do to compare them."""
+    if isinstance(value, _HASH_TABLES):
+        return len(value)
+    return weigh(value, compare=True, budget=max(METER.left, 0) + 1)
+
+
+_HASH_TABLES = (set, frozenset, dict)
 
 
 def check_length(size: int) -> None:

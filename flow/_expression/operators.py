@@ -15,21 +15,22 @@ import math
 import numbers
 import operator as op
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import simpleeval as se
 
 from flow._expression.limits import (
     CONTAINERS,
-    OVER_ANY_BUDGET,
     charge,
     charge_ints,
     check_bits,
     check_length,
     range_length,
+    sized_length,
     weigh,
 )
-from flow._expression.sizes import search_cost
+from flow._expression.sizes import after_call, iterated_cost, search_cost
 
 _SCALARS = frozenset({int, float, bool, complex, type(None)})
 _REPEATABLE = (str, bytes, list, tuple)
@@ -87,17 +88,6 @@ def _compare_cost(value: Any) -> int:
     if type(value) is range:
         return 1  # compared by start, stop and step
     return sized_length(value) + 1  # a deque, array, UserList... from the data: its items
-
-
-def sized_length(value: Any) -> int:
-    """Items of a value of a type the sandbox does not list (``bytearray``, ``array``,
-    ``deque``, ``UserList``, ``UserString``...): its ``len()``, 0 when it has none."""
-    if not hasattr(type(value), "__len__"):
-        return 0
-    try:
-        return len(value)
-    except OverflowError:
-        return OVER_ANY_BUDGET
 
 
 def _charge_compare(left: Any, right: Any) -> None:
@@ -207,9 +197,46 @@ def safe_floordiv(left: Any, right: Any) -> Any:
     return left // right
 
 
+_SET_LIKE: tuple[type, ...] = (
+    set,
+    frozenset,
+    dict,
+    MappingProxyType,
+    type({}.keys()),
+    type({}.items()),
+)
+
+
+def _set_operator(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``function`` (``- | & ^``) charging the meter by the sizes of set, dict and dict-view
+    operands (it walks both, copies one) and refusing a result longer than ``max_length``;
+    numbers go straight through."""
+
+    def run(left: Any, right: Any) -> Any:
+        if type(left) in _SCALARS or not (
+            isinstance(left, _SET_LIKE) or isinstance(right, _SET_LIKE)
+        ):
+            return function(left, right)
+        charge(iterated_cost(left) + iterated_cost(right))
+        result = function(left, right)
+        after_call(result)
+        return result
+
+    return run
+
+
+PLAIN_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Sub: op.sub,
+    ast.BitOr: op.or_,
+    ast.BitXor: op.xor,
+    ast.BitAnd: op.and_,
+}
+"""The operators that walk sets and dicts, for use when one operand is a number constant
+(``a - 1``, ``flags & 4``): no set operation can follow."""
+
 BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: safe_add,
-    ast.Sub: op.sub,
+    ast.Sub: _set_operator(op.sub),
     ast.Mult: safe_mult,
     ast.Div: op.truediv,
     ast.FloorDiv: safe_floordiv,
@@ -217,9 +244,9 @@ BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Pow: safe_power,
     ast.LShift: safe_lshift,
     ast.RShift: op.rshift,
-    ast.BitOr: op.or_,
-    ast.BitXor: op.xor,
-    ast.BitAnd: op.and_,
+    ast.BitOr: _set_operator(op.or_),
+    ast.BitXor: _set_operator(op.xor),
+    ast.BitAnd: _set_operator(op.and_),
 }
 UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.Not: op.not_,

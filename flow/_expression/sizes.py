@@ -22,7 +22,9 @@ from flow._expression.limits import (
     CONTAINERS,
     charge,
     check_length,
+    hash_cost,
     range_length,
+    sized_length,
     too_long,
     weigh,
 )
@@ -63,6 +65,44 @@ def search_cost(text: str | bytes | bytearray, needle: int) -> int:
     """Work of a pass over ``text`` looking for a ``needle``-long string: worst case
     ``len(text) * needle`` character comparisons for short needles, charged at 4 per unit."""
     return ((len(text) * max(min(needle, _NAIVE_SEARCH), 1)) >> 2) + 1
+
+
+def iterated_cost(value: Any) -> int:
+    """Work of a set operation or method iterating ``value`` and hashing its items: a set's or
+    dict's items (their hashes are kept), else the hashes of what it holds (a tuple hashes all
+    its items again, a huge integer costs its size), a range's numbers, a string's characters,
+    another sized value's length. An iterator (which may never end) is refused."""
+    if isinstance(value, CONTAINERS):
+        return hash_cost(value)
+    if isinstance(value, _TEXT):
+        return len(value)
+    if type(value) is range:
+        return range_length(value)
+    if hasattr(type(value), "__len__"):
+        return sized_length(value)
+    if hasattr(type(value), "__iter__"):
+        raise se.FeatureNotAvailable(
+            "Sets and dicts are combined with sets, dicts, lists, tuples or strings, not iterators"
+        )
+    return 0
+
+
+_ITERATING = frozenset(
+    {
+        "extend",
+        "update",
+        "union",
+        "intersection",
+        "difference",
+        "symmetric_difference",
+        "isdisjoint",
+        "issubset",
+        "issuperset",
+        "difference_update",
+        "intersection_update",
+        "symmetric_difference_update",
+    }
+)
 
 
 def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
@@ -167,6 +207,8 @@ _TEXT_SIZES: dict[str, Callable[[Any, Sequence[Any], Mapping[str, Any]], None]] 
 def _container_method(
     container: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
+    if name in _ITERATING:  # the items of the arguments are walked, and hashed by a set/dict
+        charge(len(container) + sum(iterated_cost(a) for a in args))
     if name in _ADDING:
         added = sum(weigh((value,), within=container) for value in (*args, *kwargs.values()))
         check_length(weigh(container) + added)
@@ -175,5 +217,5 @@ def _container_method(
     elif name in ("count", "index", "remove"):
         # Each item is compared: a huge integer costs its size, as a long string does.
         charge(weigh(container, compare=True))
-    else:
+    elif name not in _ITERATING:
         charge(len(container) + sum(walk_length(a) for a in args))
