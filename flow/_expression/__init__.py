@@ -131,7 +131,9 @@ def _compile(text: str, build: Callable[[Compiler], _T]) -> tuple[_T, bool]:
     METER.left, METER.short = limits.LIMITS.max_work, False
     try:
         compiler = Compiler(text)
-        return build(compiler), compiler.metered
+        built = build(compiler)
+        compiler.runs_metered[0] = compiler.metered
+        return built, compiler.metered
     except RecursionError:
         raise ExpressionError("Expression is nested too deeply", expression=text) from None
     finally:

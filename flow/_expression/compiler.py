@@ -21,7 +21,7 @@ import simpleeval as se
 from flow._expression import limits
 from flow._expression.access import call_method, check_attr_name, read_attr, read_item
 from flow._expression.functions import FUNCTIONS, refuse_functions
-from flow._expression.limits import check_built
+from flow._expression.limits import charge_key, charge_keys, check_built
 from flow._expression.operators import (
     BINARY,
     COMPARE,
@@ -59,6 +59,8 @@ class Compiler:
         self.constants: dict[Code, Any] = {}
         self.pure: set[Code] = set()
         self.metered = False
+        #: ``[metered]`` once the whole text is compiled, for closures built before that.
+        self.runs_metered = [False]
         self.depth = 0
         self.max_nesting = limits.LIMITS.max_nesting
 
@@ -259,6 +261,19 @@ class Compiler:
 
         if isinstance(node.slice, ast.Slice):
             self.metered = True
+        elif key not in self.constants:
+            # A tuple key hashes every item at each look-up: charged when the expression runs
+            # with the meter (a tuple it builds: a display, a call or an operator start it); in
+            # one without, the tuple is the data's, which is taken as it is.
+            runs_metered = self.runs_metered
+
+            def run_key(data: Mapping[str, Any]) -> Any:
+                found = key(data)
+                if type(found) is tuple and runs_metered[0]:
+                    charge_key(found)
+                return read_item(value(data), found)
+
+            return run_key
 
         def run(data: Mapping[str, Any]) -> Any:
             return read_item(value(data), key(data))
@@ -281,6 +296,14 @@ class Compiler:
         items = tuple(self.expr(item) for item in node.elts)
         build: Callable[[Any], Any] = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
         self.metered = True
+        if isinstance(node, ast.Set):
+
+            def run_set(data: Mapping[str, Any]) -> Any:
+                values = [item(data) for item in items]
+                charge_keys(values)  # a tuple hashes every item, a huge integer its digits
+                return check_built(set(values))
+
+            return self.fold(run_set, items)
 
         def run(data: Mapping[str, Any]) -> Any:
             return check_built(build([item(data) for item in items]))
@@ -295,10 +318,20 @@ class Compiler:
         )
         self.metered = True
 
-        def run(data: Mapping[str, Any]) -> Any:
-            return check_built({key(data): value(data) for key, value in pairs})
+        parts = [code for pair in pairs for code in pair]
+        if all(key in self.constants for key, _ in pairs):  # scalars: each hashes at once
 
-        return self.fold(run, [code for pair in pairs for code in pair])
+            def run(data: Mapping[str, Any]) -> Any:
+                return check_built({key(data): value(data) for key, value in pairs})
+
+            return self.fold(run, parts)
+
+        def run_keyed(data: Mapping[str, Any]) -> Any:
+            built = [(key(data), value(data)) for key, value in pairs]
+            charge_keys([key for key, _ in built])  # a tuple key hashes every item
+            return check_built(dict(built))
+
+        return self.fold(run_keyed, parts)
 
     def call(self, node: ast.Call) -> Code:
         args = tuple(self.expr(arg) for arg in node.args)

@@ -209,9 +209,11 @@ def weigh(
     bounds what printing or storing the value produces; each distinct container is walked once.
     With ``text`` an integer counts its digits too (an estimate of the length of ``str(value)``);
     with ``compare`` a huge integer counts one unit per 512 bits (the cost of comparing it).
-    Stops early once over ``budget`` (default ``max_length``); raises :class:`NestedTooDeeply`
-    past ``max_depth`` levels, or when ``within`` — a container about to receive ``value`` — is
-    reached: a value may not contain itself. Recursion is bounded by ``max_depth``.
+    Stops early once over ``budget`` (default ``max_length``; with ``compare`` the work left on
+    the meter: that weight is a cost, which goes on growing past ``max_length``); raises
+    :class:`NestedTooDeeply` past ``max_depth`` levels, or when ``within`` — a container about
+    to receive ``value`` — is reached: a value may not contain itself. Recursion is bounded by
+    ``max_depth``.
     """
     if isinstance(value, str | bytes):
         return len(value)
@@ -219,7 +221,9 @@ def weigh(
         if compare and type(value) is int:
             return (value.bit_length() >> 9) + 1
         return _scalar_weight(value, text)
-    return _Walk(budget or LIMITS.max_length, text, within, compare).weigh(value, 1)
+    if not budget:  # a cost is weighed up to the work left: past max_length it goes on costing
+        budget = max(METER.left, 0) + 1 if compare else LIMITS.max_length
+    return _Walk(budget, text, within, compare).weigh(value, 1)
 
 
 class _Walk:
@@ -324,7 +328,22 @@ def hash_cost(value: Any) -> int:
     and an integer hashes in time of its size: both count as they do to compare them."""
     if isinstance(value, _HASH_TABLES):
         return len(value)
-    return weigh(value, compare=True, budget=max(METER.left, 0) + 1)
+    return weigh(value, compare=True)
+
+
+def charge_key(key: Any) -> None:
+    """Charge looking ``key`` up in a set or dict: a tuple hashes every item again (an int, a
+    string or a frozenset hashes once, or keeps its hash)."""
+    if type(key) is tuple:
+        charge(weigh(key, compare=True))
+
+
+def charge_keys(keys: list[Any]) -> None:
+    """Charge hashing ``keys`` (the keys of a set or dict display) when one of them is a
+    tuple, which may repeat huge integers: the display's other items are each written in the
+    text (an integer the expression builds has at most ``max_bits``)."""
+    if tuple in map(type, keys):
+        charge(weigh(keys, compare=True))
 
 
 _HASH_TABLES = (set, frozenset, dict)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping, Sequence
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 import simpleeval as se
@@ -21,6 +22,7 @@ from flow._expression import limits
 from flow._expression.limits import (
     CONTAINERS,
     charge,
+    charge_key,
     check_length,
     hash_cost,
     range_length,
@@ -87,6 +89,14 @@ def iterated_cost(value: Any) -> int:
     return 0
 
 
+_HASHED: tuple[type, ...] = (
+    set,
+    frozenset,
+    dict,
+    MappingProxyType,
+    type({}.keys()),
+    type({}.items()),
+)
 _ITERATING = frozenset(
     {
         "extend",
@@ -209,6 +219,9 @@ def _container_method(
 ) -> None:
     if name in _ITERATING:  # the items of the arguments are walked, and hashed by a set/dict
         charge(len(container) + sum(iterated_cost(a) for a in args))
+    elif isinstance(container, _HASHED):  # get, pop, add, remove...: the key is hashed
+        for arg in (*args, *kwargs.values()):
+            charge_key(arg)
     if name in _ADDING:
         added = sum(weigh((value,), within=container) for value in (*args, *kwargs.values()))
         check_length(weigh(container) + added)
