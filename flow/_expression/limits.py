@@ -220,6 +220,8 @@ def weigh(
     if not isinstance(value, CONTAINERS):
         if compare and type(value) is int:
             return (value.bit_length() >> 9) + 1
+        if text and type(value) not in _FLAT and type(value) is not range:
+            return _Walk(budget or LIMITS.max_length, text, within).text_of(value, 1)
         return _scalar_weight(value, text)
     if not budget:  # a cost is weighed up to the work left: past max_length it goes on costing
         budget = max(METER.left, 0) + 1 if compare else LIMITS.max_length
@@ -264,7 +266,9 @@ class _Walk:
 
     def _items(self, items: Any, depth: int) -> int:
         kinds = set(map(type, items))
-        if kinds <= _FLAT and not ((self.text or self.compare) and int in kinds):
+        if kinds <= _FLAT and not (
+            ((self.text or self.compare) and int in kinds) or (self.text and complex in kinds)
+        ):
             return 0
         if kinds == _STR:
             return sum(map(len, items))
@@ -280,9 +284,39 @@ class _Walk:
                     break
             elif self.compare and type(item) is int:
                 total += item.bit_length() >> 9
-            elif self.text or type(item) is range:
-                total += _scalar_weight(item, self.text)
+            elif self.text:
+                total += self.text_of(item, depth)
+                if total > self.limit:
+                    break
+            elif type(item) is range:
+                total += range_length(item)
         return total
+
+    def text_of(self, value: Any, depth: int) -> int:
+        """Length of the text of a value that is neither a string nor a container (once per
+        object: ``[o] * n`` prints ``o`` n times): an int's digits; a complex number's two
+        floats; a data object's attributes, as ``repr`` prints them; a context's keys;
+        anything else (``Decimal``, dates, the library's nodes and graphs) its ``repr()``."""
+        kind = type(value)
+        if kind in _FLAT:
+            return 52 if kind is complex else _scalar_weight(value, True)
+        if kind is range:
+            return range_length(value)
+        key = id(value)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if kind.__name__ == "FlowContext" and kind.__module__ == "flow.context":
+            keys = value.data.keys()
+            self.keep.append(keys)  # weighed by id: kept alive with the rest
+            size = 64 + len(str(value.instance_id)) + self.weigh(keys, depth + 1) + 4 * len(keys)
+        elif hasattr(value, "__dict__") and type(vars(value)) is dict:
+            size = 64 + len(kind.__qualname__) + self.weigh(vars(value), depth + 1)
+        else:
+            size = len(repr(value))
+        self.memo[key] = size
+        self.keep.append(value)
+        return size
 
 
 def _parts(container: Any) -> tuple[Any, ...]:

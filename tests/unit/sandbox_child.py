@@ -15,6 +15,7 @@ import json
 import resource
 import sys
 import time
+import types
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +23,8 @@ MEMORY_LIMIT = 1_000_000_000
 
 
 def _data() -> dict[str, Any]:
+    from flow.context import FlowContext
+
     deep: list[Any] = []
     for _ in range(5000):
         deep = [deep]
@@ -49,6 +52,8 @@ def _data() -> dict[str, Any]:
         "ul": collections.UserList([0]),
         "us": collections.UserString("x"),
         "usfmt": collections.UserString("%0999999999d"),
+        "ns": types.SimpleNamespace(s="x" * 100_000),
+        "fc": FlowContext.of("i-2", {"k" * 99_900: 1}),
     }
 
 

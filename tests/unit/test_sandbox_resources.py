@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,8 @@ ALLOCATION = [
     ("condition", "len(bfmt % 1) > 0"),
     ("condition", "len(usfmt % 1) > 0"),
     ("script", "r = ba\n" + "\n".join(["r = r + r"] * 40)),
+    ("condition", "len(str([ns] * 49999)) > 0"),
+    ("condition", "len(str([fc] * 49999)) > 0"),
 ]
 
 CPU = [
@@ -116,6 +119,11 @@ CPU = [
     ("condition", "numbers.count(None)"),
     ("condition", "{0}.union(numbers)"),
     ("condition", "{-1}.issubset(numbers)"),
+    (
+        "script",
+        "c = -1.2345678901234567e-300-1.2345678901234567e-300j\nl = [c] * 1800\na = "
+        + " and ".join(["str(l)"] * 800),
+    ),
 ]
 
 RECURSION = [
@@ -469,3 +477,41 @@ def test_a_tuple_key_from_the_data_is_looked_up_as_before() -> None:
     assert EVALUATION.run_condition(
         ctx, "d[k] == 5 and d.get(k) == 5 and k in s and {k: 1}[k] == 1"
     )
+
+
+class _Order:
+    def __init__(self, note: str) -> None:
+        self.note = note
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        types.SimpleNamespace(s="x" * 5_000),
+        _Order("x" * 5_000),
+        FlowContext.of("i-1", {"k" * 5_000: 1}),
+    ],
+)
+def test_the_text_of_an_object_is_weighed_by_what_it_prints(value: Any) -> None:
+    """str() weighed a data object or a context as 1 unit whatever its text: str([o] * 49999)
+    built gigabytes before its length was checked."""
+    from flow._expression.limits import weigh
+
+    assert weigh([value] * 30, text=True) > expression_limits().max_length  # 150,000
+    assert weigh(value, text=True) >= len(str(value))
+
+
+def test_str_of_complex_numbers_is_charged_by_their_text() -> None:
+    script = "c = -1.2345678901234567e-300-1.2345678901234567e-300j\nl = [c] * 1800\n"
+    _refused_for_work(script + "\n".join(["a = str(l)"] * 30), {}, script=True)
+
+
+def test_str_of_ordinary_values_still_works() -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    ctx = FlowContext.of(
+        "i-1", {"o": types.SimpleNamespace(a=1), "d": Decimal("1.5"), "t": dt.date(2026, 1, 2)}
+    )
+    EVALUATION.run_task(ctx, "x = str([o, d, t, 1j, 2.5, None, node])")
+    assert ctx.get("x").startswith("[namespace(a=1), Decimal('1.5'), datetime.date(2026, 1, 2)")
