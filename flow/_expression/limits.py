@@ -16,6 +16,8 @@ The limits are process-wide (like the rest of the sandbox policy); change them w
 from __future__ import annotations
 
 import threading
+from array import array
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -306,12 +308,26 @@ class _Walk:
         known = self.memo.get(key)
         if known is not None:
             return known
+        if key in self.open or depth > self.max_depth:
+            raise NestedTooDeeply(
+                f"Sorry, a value may nest at most {self.max_depth} levels and may not contain "
+                "itself"
+            )
         if kind.__name__ == "FlowContext" and kind.__module__ == "flow.context":
             keys = value.data.keys()
             self.keep.append(keys)  # weighed by id: kept alive with the rest
             size = 64 + len(str(value.instance_id)) + self.weigh(keys, depth + 1) + 4 * len(keys)
         elif hasattr(value, "__dict__") and type(vars(value)) is dict:
             size = 64 + len(kind.__qualname__) + self.weigh(vars(value), depth + 1)
+        elif isinstance(value, deque):  # from the data, or repeated by '*': prints every item
+            size = 16 + len(value)
+            if size <= self.limit:
+                self.keep.append(value)
+                self.open.add(key)
+                size += self._items(value, depth + 1)
+                self.open.discard(key)
+        elif isinstance(value, bytearray | array):  # \xNN per byte, or an item's digits
+            size = 32 + len(value) * (4 if isinstance(value, bytearray) else 24)
         else:
             size = len(repr(value))
         self.memo[key] = size

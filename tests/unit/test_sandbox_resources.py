@@ -515,3 +515,18 @@ def test_str_of_ordinary_values_still_works() -> None:
     )
     EVALUATION.run_task(ctx, "x = str([o, d, t, 1j, 2.5, None, node])")
     assert ctx.get("x").startswith("[namespace(a=1), Decimal('1.5'), datetime.date(2026, 1, 2)")
+
+
+def test_the_text_of_sequences_of_types_not_listed_is_weighed() -> None:
+    """A deque printed every item and a bytearray four characters a byte, but weighed 1:
+    str(dq * 99999) with dq = deque(['x' * 1000]) built 100 MB before its length was checked."""
+    from flow._expression.limits import NestedTooDeeply, weigh
+
+    limit = expression_limits().max_length
+    assert weigh(collections.deque(["x" * 1000] * 200), text=True) > limit
+    assert weigh([collections.deque(["x" * 1000])] * 200, text=True) > limit
+    assert weigh(bytearray(30_000), text=True) > limit
+    ring: collections.deque[Any] = collections.deque([1])
+    ring.append(ring)
+    with pytest.raises(NestedTooDeeply):
+        weigh([ring], text=True)
