@@ -193,6 +193,7 @@ CONTAINERS: tuple[type[Collection[Any]], ...] = (*_SEQUENCES, *_MAPPINGS, *_VIEW
 
 
 _FLAT = frozenset({int, float, bool, complex, type(None)})
+_PLAIN = frozenset({list, tuple, set, frozenset})
 _STR = frozenset({str})
 _INT = frozenset({int})
 
@@ -225,6 +226,12 @@ def weigh(
         if text and type(value) not in _FLAT and type(value) is not range:
             return _Walk(budget or LIMITS.max_length, text, within).text_of(value, 1)
         return _scalar_weight(value, text)
+    if type(value) in _PLAIN and value is not within:  # flat items: no walk to set up
+        kinds = set(map(type, value))
+        if kinds <= _FLAT and not (
+            ((text or compare) and int in kinds) or (text and complex in kinds)
+        ):
+            return len(value)
     if not budget:  # a cost is weighed up to the work left: past max_length it goes on costing
         budget = max(METER.left, 0) + 1 if compare else LIMITS.max_length
     return _Walk(budget, text, within, compare).weigh(value, 1)
