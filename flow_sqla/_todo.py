@@ -500,7 +500,12 @@ class GraphCandidateChecks:
         self._ok: dict[int, Graph] = {}
         self._mutex = threading.Lock()
 
-    def check(self, graph: Graph, candidates: Callable[[Node], Sequence[str]]) -> None:
+    def check(
+        self,
+        graph: Graph,
+        candidates: Callable[[Node], Sequence[str]],
+        instance_id: str | None = None,
+    ) -> None:
         """Raise :class:`UnstorableValueError` naming the graph and node for a candidate no
         row can hold — before the instance starts, instead of when that task would open (the
         task before it could then never be submitted)."""
@@ -509,7 +514,7 @@ class GraphCandidateChecks:
         for node in graph.nodes.values():
             field_name = f"candidate of node {node.id!r} of graph {graph.id!r}"
             for candidate in candidates(node):
-                check_id(candidate, field_name, limit=CANDIDATE_LENGTH)
+                check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
         with self._mutex:
             if len(self._ok) >= 1024:
                 self._ok.clear()

@@ -801,10 +801,16 @@ class SqlStateRepository:
         stored = op.new_index if op.new_index is not None else op.base.aggregate
         return IndexRead(states=dict(op.states), stored=stored, stored_before=not _empty(op.base))
 
-    def index_check_graph(self, graph: Graph, candidates: Callable[[Node], Sequence[str]]) -> None:
-        """Refuse ``graph`` (:class:`UnstorableValueError`) when a node's candidates do not fit
-        the todo table; the executor asks before an operation that may open its tasks."""
-        self._candidates.check(graph, candidates)
+    def index_check_graph(
+        self,
+        graph: Graph,
+        candidates: Callable[[Node], Sequence[str]],
+        instance_id: str | None = None,
+    ) -> None:
+        """Refuse ``graph`` (:class:`UnstorableValueError`, naming the node, the graph and the
+        instance it was about to run for) when a node's candidates do not fit the todo table;
+        the executor asks before an operation that may open its tasks."""
+        self._candidates.check(graph, candidates, instance_id)
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
         op = self._op(ctx)

@@ -121,7 +121,7 @@ class WorkflowExecutor:
         END or nothing is operatable. Writes states as a side effect: automatic nodes reached
         run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``."""
         root = self._graph(graph)
-        self._check_for_index(root)
+        self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             if index is None:
@@ -137,7 +137,7 @@ class WorkflowExecutor:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
         TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
         root = self._graph(graph)
-        self._check_for_index(root)
+        self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -150,7 +150,7 @@ class WorkflowExecutor:
         """Every frontier task in discovery order: WAITING when this context may operate it,
         else UNKNOWN (parallel branches each contribute theirs)."""
         root = self._graph(graph)
-        self._check_for_index(root)
+        self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -404,7 +404,7 @@ class WorkflowExecutor:
             return repository  # type: ignore[return-value]
         return None
 
-    def _check_for_index(self, graph: Graph) -> None:
+    def _check_for_index(self, graph: Graph, ctx: FlowContext) -> None:
         """Before an operation that may open tasks of ``graph`` (before its first statement):
         a repository that bounds what its index holds checks every task the graph could open
         (``index_check_graph``) — a candidate it cannot hold must refuse the graph before an
@@ -412,7 +412,7 @@ class WorkflowExecutor:
         check = getattr(self._indexing(), "index_check_graph", None)
         if check is not None:
             controller = self.state_controller
-            check(graph, lambda node: candidates_of(controller, node))
+            check(graph, lambda node: candidates_of(controller, node), ctx.instance_id)
 
     def _require_index(self, operation: str) -> SupportsTaskIndex:
         index = self._indexing()
@@ -561,7 +561,7 @@ class WorkflowExecutor:
         check_waiting: bool,
     ) -> bool:
         action = _checked_action(action, graph, node)
-        self._check_for_index(graph)
+        self._check_for_index(graph, ctx)
         with self._operation(ctx, lock=True):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)

@@ -59,8 +59,11 @@ def test_a_candidate_longer_than_its_column_is_refused_with_nothing_written(db: 
     would see the other's tasks. The graph is refused instead, naming node and graph."""
     role = "r" * CANDIDATE_LENGTH + "-long"  # "role:" + this is well past the column
     ex = _role_executor(db, _role_graph("long", role))
-    with pytest.raises(UnstorableValueError, match="candidate of node 'review' of graph 'long'"):
+    with pytest.raises(
+        UnstorableValueError, match="candidate of node 'review' of graph 'long'"
+    ) as e:
         ex.claim_task("long", _as_role("l-1", role))
+    assert e.value.instance_id == "l-1"
     assert every_row(db) == []
 
 

@@ -179,16 +179,16 @@ def test_a_graph_whose_meta_json_cannot_hold_is_refused_naming_it(
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_graph_document_that_aliases_expand_past_the_limit_is_refused(db: sa.Engine) -> None:
-    """About 250 KB of YAML that repeats one long list through an alias would store some
-    77 MB of JSON with every instance."""
+    """About 130 KB of YAML that repeats one long list through an alias (under the loader's
+    value limit: its ids are short) would store some 40 MB of JSON with every instance."""
     from flow import FlowContext, FlowEngine, Graph
     from flow.errors import GraphDefinitionError
     from flow.workflow import ActorStateController
     from flow_sqla.wiring import sql_workflow
 
-    count = 990
-    ids = [f"{i:04d}" + "x" * 60 for i in range(count)]
-    hubs = [f"h{i:04d}" + "y" * 59 for i in range(count)]
+    count = 980
+    ids = [f"{i:04d}" + "x" * 27 for i in range(count)]  # 31 characters: one value each
+    hubs = [f"h{i:04d}" + "y" * 26 for i in range(count)]
     text = (
         f"id: amp\nx: &L [{','.join(ids)}]\nlayout:\n  - {{id: s, type: start, link: {hubs[0]}}}\n"
         + "".join(f"  - {{id: {h}, type: exclusive, link: *L}}\n" for h in hubs)
