@@ -115,18 +115,33 @@ def _count_yaml_nodes(text: str) -> None:
     left to the loader, whose error says where."""
     if len(text) <= _COUNT_NODES_ABOVE:
         return
-    nodes = 0
     try:
-        for event in yaml.parse(text, Loader=_YamlLoader):
-            if isinstance(event, _NODE_EVENTS):
-                nodes += 1
-                if nodes > MAX_YAML_NODES:
-                    raise GraphDefinitionError(
-                        f"Graph text holds more than {MAX_YAML_NODES} YAML nodes (write large "
-                        "graphs as JSON); limit: flow.loader.MAX_YAML_NODES"
-                    )
+        _count_events(text, _YamlLoader)
+    except yaml.MarkedYAMLError as exc:
+        if _YamlLoader is not yaml.SafeLoader and exc.problem == "found unexpected ':'":
+            # Only the pure-Python loader reads this spelling (see _load_yaml), at some 40 µs a
+            # node even to count them: a text this long must be written the usual way.
+            mark = exc.problem_mark
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise GraphDefinitionError(
+                f"Graph text over {_COUNT_NODES_ABOVE // 1024} KiB writes a flow mapping's "
+                f"'key:value' without a space{where}, which only the slow YAML loader reads: "
+                "write 'key: value', or the graph as JSON"
+            ) from None
     except yaml.YAMLError:
         return
+
+
+def _count_events(text: str, loader: Any) -> None:
+    nodes = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, _NODE_EVENTS):
+            nodes += 1
+            if nodes > MAX_YAML_NODES:
+                raise GraphDefinitionError(
+                    f"Graph text holds more than {MAX_YAML_NODES} YAML nodes (write large "
+                    "graphs as JSON); limit: flow.loader.MAX_YAML_NODES"
+                )
 
 
 _NODE_EVENTS = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent, yaml.AliasEvent)

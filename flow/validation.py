@@ -326,15 +326,16 @@ def _automatic_cycles(graph: Graph) -> Iterator[Problem]:
 
 def _actorless_cycles(graph: Graph) -> Iterator[Problem]:
     """In a graph whose nodes name actors (written for ``ActorStateController``, under which
-    an activity without an ``actor`` meta runs automatically), one warning per cycle whose
-    activities name none — the cycles :func:`_automatic_cycles` leaves to the default
-    controller, where every activity is a human task."""
+    an activity carrying none of its keys runs automatically), one warning per cycle whose
+    nodes' meta names nobody (no key but ``$`` scripts and ``formId``: the controller's keys
+    are not known here, so any other key may be one) — the cycles :func:`_automatic_cycles`
+    leaves to the default controller, where every activity is a human task."""
     if not any("actor" in node.meta for node in graph.nodes.values()):
         return
     candidates = {
         node_id: node
         for node_id, node in graph.nodes.items()
-        if node.type != NodeType.END and "actor" not in node.meta
+        if node.type != NodeType.END and not _names_someone(node)
     }
     order = {node_id: index for index, node_id in enumerate(graph.nodes)}
     for component in _cycles(candidates):
@@ -344,10 +345,16 @@ def _actorless_cycles(graph: Graph) -> Iterator[Problem]:
         shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
         yield _warning(
             members[0],
-            f"cycle {shown} has no node with an 'actor' meta, so under ActorStateController "
-            "no human task stops a walk inside it: a workflow walk that enters it repeats it "
-            "until a condition leads out, or ends with StepBudgetError",
+            f"cycle {shown} has no node whose meta names who operates it, so under "
+            "ActorStateController no human task stops a walk inside it: a workflow walk that "
+            "enters it repeats it until a condition leads out, or ends with StepBudgetError",
         )
+
+
+def _names_someone(node: Node) -> bool:
+    """Whether ``node``'s meta may name who operates it: any key but a ``$`` script and
+    ``formId`` (``ActorStateController`` takes any keys — ``actor``, ``role``...)."""
+    return any(not key.startswith("$") and key != "formId" for key in node.meta)
 
 
 def _self_calls(graph: Graph) -> Iterator[Problem]:

@@ -137,7 +137,6 @@ class WorkflowExecutor:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
         TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
         root = self._graph(graph)
-        self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -150,7 +149,6 @@ class WorkflowExecutor:
         """Every frontier task in discovery order: WAITING when this context may operate it,
         else UNKNOWN (parallel branches each contribute theirs)."""
         root = self._graph(graph)
-        self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             read = None if index is None else index.index_read(ctx)
@@ -405,7 +403,8 @@ class WorkflowExecutor:
         return None
 
     def _check_for_index(self, graph: Graph, ctx: FlowContext) -> None:
-        """Before an operation that may open tasks of ``graph`` (before its first statement):
+        """Before a claim or submit of ``graph`` (before its first statement; the reads leave
+        an instance's stored tasks readable, and the index write still checks each task):
         a repository that bounds what its index holds checks every task the graph could open
         (``index_check_graph``) — a candidate it cannot hold must refuse the graph before an
         instance starts, not strand the instance at the task before."""

@@ -147,6 +147,21 @@ def test_a_yaml_text_of_too_many_nodes_is_refused_before_they_are_built(
     assert len(Graph.from_text(json.dumps(as_json)).meta["x"]) == 600
 
 
+def test_a_long_yaml_text_only_the_slow_loader_reads_is_refused_before_it_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """solon-flow's ``link:[e]`` (no space after the colon) is read by the pure-Python loader
+    alone, at some 40 µs a node even to count them: over the size where nodes are counted,
+    such a text is refused at once; a short one still loads."""
+    monkeypatch.setattr(loader, "_COUNT_NODES_ABOVE", 1_000)
+    short = "id: g\nlayout:\n  - {id: s, type: start, link:[e]}\n  - {id: e, type: end}\n"
+    assert Graph.from_text(short).nodes["s"].next_links[0].next_id == "e"
+    padded = short + "meta: {note: " + repr("x" * 1_000) + "}\n"
+    with pytest.raises(GraphDefinitionError, match="'key: value'") as caught:
+        Graph.from_text(padded)
+    assert "line 3" in str(caught.value)
+
+
 def test_small_aliases_still_load() -> None:
     graph = Graph.from_text(_bomb(2, width=3))
     assert graph.meta["x"] == [[["lol"] * 3] * 3] * 3

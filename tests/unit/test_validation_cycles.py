@@ -113,10 +113,14 @@ def test_in_a_graph_naming_actors_a_cycle_of_activities_naming_none_is_a_warning
         """
     (warning,) = _cycle_warnings(_load(text))
     assert warning.node_id == "a1" and "cycle 'a1' -> 'a2'" in warning.message
-    assert "no node with an 'actor' meta" in warning.message
+    assert "no node whose meta names who operates it" in warning.message
     assert _cycle_warnings(_load(text.replace("meta: {actor: employee}", ""))) == []
     named = text.replace('{id: a2, link', "{id: a2, meta: {actor: boss}, link")
     assert _cycle_warnings(_load(named)) == []
+    by_role = text.replace('{id: a2, link', "{id: a2, meta: {role: finance}, link")
+    assert _cycle_warnings(_load(by_role)) == []  # ActorStateController("actor", "role")
+    form_only = text.replace('{id: a2, link', "{id: a2, meta: {formId: 7}, link")
+    assert len(_cycle_warnings(_load(form_only))) == 1
 
 
 def test_a_task_calling_its_own_graph_is_a_warning() -> None:
