@@ -312,10 +312,7 @@ def _automatic_cycles(graph: Graph) -> Iterator[Problem]:
         for node_id, node in graph.nodes.items()
         if node.type not in (NodeType.ACTIVITY, NodeType.END)
     }
-    order = {node_id: index for index, node_id in enumerate(graph.nodes)}
-    for component in _cycles(candidates):
-        members = sorted(component, key=order.__getitem__)
-        shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+    for members, shown in _cycles_in_layout(graph, candidates):
         yield _warning(
             members[0],
             f"cycle {shown} has no activity node, so no human task stops a walk inside it: an "
@@ -337,18 +334,24 @@ def _actorless_cycles(graph: Graph) -> Iterator[Problem]:
         for node_id, node in graph.nodes.items()
         if node.type != NodeType.END and not _names_someone(node)
     }
-    order = {node_id: index for index, node_id in enumerate(graph.nodes)}
-    for component in _cycles(candidates):
-        members = sorted(component, key=order.__getitem__)
+    for members, shown in _cycles_in_layout(graph, candidates):
         if all(graph.nodes[m].type != NodeType.ACTIVITY for m in members):
             continue  # reported by _automatic_cycles
-        shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
         yield _warning(
             members[0],
             f"cycle {shown} has no node whose meta names who operates it, so under "
             "ActorStateController no human task stops a walk inside it: a workflow walk that "
             "enters it repeats it until a condition leads out, or ends with StepBudgetError",
         )
+
+
+def _cycles_in_layout(graph: Graph, nodes: dict[str, Node]) -> Iterator[tuple[list[str], str]]:
+    """Each cycle among ``nodes``: its node ids in layout order, and how a warning shows them."""
+    order = {node_id: index for index, node_id in enumerate(graph.nodes)}
+    for component in _cycles(nodes):
+        members = sorted(component, key=order.__getitem__)
+        shown = " -> ".join(repr(m) for m in members[:8]) + (" ..." if len(members) > 8 else "")
+        yield members, shown
 
 
 def _names_someone(node: Node) -> bool:

@@ -15,7 +15,6 @@ import math
 import numbers
 import operator as op
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import Any
 
 import simpleeval as se
@@ -30,7 +29,7 @@ from flow._expression.limits import (
     sized_length,
     weigh,
 )
-from flow._expression.sizes import after_call, iterated_cost, search_cost
+from flow._expression.sizes import SET_LIKE, after_call, iterated_cost, search_cost
 
 _SCALARS = frozenset({int, float, bool, complex, type(None)})
 _REPEATABLE = (str, bytes, list, tuple)
@@ -197,16 +196,6 @@ def safe_floordiv(left: Any, right: Any) -> Any:
     return left // right
 
 
-_SET_LIKE: tuple[type, ...] = (
-    set,
-    frozenset,
-    dict,
-    MappingProxyType,
-    type({}.keys()),
-    type({}.items()),
-)
-
-
 def _set_operator(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """``function`` (``- | & ^``) charging the meter by the sizes of set, dict and dict-view
     operands (it walks both, copies one) and refusing a result longer than ``max_length``;
@@ -214,7 +203,7 @@ def _set_operator(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], A
 
     def run(left: Any, right: Any) -> Any:
         if type(left) in _SCALARS or not (
-            isinstance(left, _SET_LIKE) or isinstance(right, _SET_LIKE)
+            isinstance(left, SET_LIKE) or isinstance(right, SET_LIKE)
         ):
             return function(left, right)
         charge(iterated_cost(left) + iterated_cost(right))

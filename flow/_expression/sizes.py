@@ -89,7 +89,8 @@ def iterated_cost(value: Any) -> int:
     return 0
 
 
-_HASHED: tuple[type, ...] = (
+#: Sets, dicts and dict views: what hashes its keys (and combines with ``| & - ^``).
+SET_LIKE: tuple[type, ...] = (
     set,
     frozenset,
     dict,
@@ -219,7 +220,7 @@ def _container_method(
 ) -> None:
     if name in _ITERATING:  # the items of the arguments are walked, and hashed by a set/dict
         charge(len(container) + sum(iterated_cost(a) for a in args))
-    elif isinstance(container, _HASHED):  # get, pop, add, remove...: the key is hashed
+    elif isinstance(container, SET_LIKE):  # get, pop, add, remove...: the key is hashed
         for arg in (*args, *kwargs.values()):
             charge_key(arg)
     if name in _ADDING:
