@@ -364,7 +364,7 @@ class DialectOps:
         self.row_locks: bool = self.name != "sqlite"
         # The graph column is read as the text it holds: the Go plugin may store only the
         # graph's id there, quoted or bare (SQLite keeps any text), which no JSON decoder
-        # reads as an id (see flow_sqla._rows.stored_graph).
+        # reads as an id (see flow_sqla.repository._graph_text).
         self._columns = [
             as_text(self.name, self._table.c.graph).label("graph")
             if name == "graph"

@@ -136,30 +136,42 @@ def graph_problems(graph: Graph) -> Iterator[str]:
 _BIGINT_MIN, _BIGINT_MAX = -(2**63), 2**63 - 1
 
 
-class GraphChecks:
-    """Graphs already found storable, remembered by identity (graphs are immutable), so the
-    check costs one dict lookup per operation after a graph's first use."""
+class CheckedGraphs:
+    """A check run once per graph: the graphs it found sound are remembered by identity
+    (graphs are immutable), so it costs one dict look-up per operation after a graph's first
+    use. Bounded: past 1,024 graphs (an app that builds graphs per request) it starts over."""
 
     def __init__(self) -> None:
         self._ok: dict[int, Graph] = {}
         self._mutex = threading.Lock()
 
-    def check(self, graph: Graph) -> None:
-        """Raise :class:`UnstorableGraphError` listing every id of ``graph`` that does not
-        fit; remember the graph when all do."""
-        if self._ok.get(id(graph)) is graph:
-            return
-        problems = list(graph_problems(graph))
-        if problems:
-            raise UnstorableGraphError(graph.id, problems)
+    def _known(self, graph: Graph) -> bool:
+        return self._ok.get(id(graph)) is graph
+
+    def _remember(self, graph: Graph) -> None:
         with self._mutex:
             if len(self._ok) >= 1024:
                 self._ok.clear()
             self._ok[id(graph)] = graph
 
 
+class GraphChecks(CheckedGraphs):
+    """Raises for a graph whose ids the tables cannot hold, once per graph."""
+
+    def check(self, graph: Graph) -> None:
+        """Raise :class:`UnstorableGraphError` listing every id of ``graph`` that does not
+        fit; remember the graph when all do."""
+        if self._known(graph):
+            return
+        problems = list(graph_problems(graph))
+        if problems:
+            raise UnstorableGraphError(graph.id, problems)
+        self._remember(graph)
+
+
 __all__ = [
     "MESSAGE_MAX_BYTES",
+    "CheckedGraphs",
     "GraphChecks",
     "check_id",
     "check_instance_id",

@@ -11,8 +11,7 @@ two instances deadlock at REPEATABLE READ).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
-from flow.graph import Graph, Node
+from flow.graph import Graph
 from flow.workflow.aggregate import (
     IndexedTask,
     InstanceIndex,
@@ -28,9 +27,10 @@ from flow.workflow.aggregate import (
     InstanceSummary,
     OpenTask,
 )
+from flow.workflow.controllers import candidates_of
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import ExactlyEqual, IndexMerge, stored_text
-from flow_sqla._limits import check_id, display_text
+from flow_sqla._limits import CheckedGraphs, check_id, display_text
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._reads import decoded, fetch_rows
 from flow_sqla._rows import stored_status
@@ -491,34 +491,21 @@ def check_candidates(instance_id: str, before: InstanceIndex | None, after: Inst
                 check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
 
 
-class GraphCandidateChecks:
-    """Graphs whose every node's candidates fit a todo row, remembered by identity (graphs
-    are immutable; candidates depend on the node alone), so the check costs one dict lookup
-    per operation after a graph's first use."""
+class GraphCandidateChecks(CheckedGraphs):
+    """Raises for a graph with a node whose candidates no todo row can hold, once per graph
+    (candidates depend on the node alone)."""
 
-    def __init__(self) -> None:
-        self._ok: dict[int, Graph] = {}
-        self._mutex = threading.Lock()
-
-    def check(
-        self,
-        graph: Graph,
-        candidates: Callable[[Node], Sequence[str]],
-        instance_id: str | None = None,
-    ) -> None:
-        """Raise :class:`UnstorableValueError` naming the graph and node for a candidate no
-        row can hold — before the instance starts, instead of when that task would open (the
-        task before it could then never be submitted)."""
-        if self._ok.get(id(graph)) is graph:
+    def check(self, graph: Graph, controller: object, instance_id: str | None = None) -> None:
+        """Raise :class:`UnstorableValueError` naming the node, the graph and the instance for
+        a candidate of ``controller`` no row can hold — before the instance starts, instead of
+        when that task would open (the task before it could then never be submitted)."""
+        if self._known(graph):
             return
         for node in graph.nodes.values():
             field_name = f"candidate of node {node.id!r} of graph {graph.id!r}"
-            for candidate in candidates(node):
+            for candidate in candidates_of(controller, node):
                 check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
-        with self._mutex:
-            if len(self._ok) >= 1024:
-                self._ok.clear()
-            self._ok[id(graph)] = graph
+        self._remember(graph)
 
 
 def _kept(before: InstanceIndex | None, after: InstanceIndex) -> dict[str, IndexedTask]:

@@ -802,15 +802,12 @@ class SqlStateRepository:
         return IndexRead(states=dict(op.states), stored=stored, stored_before=not _empty(op.base))
 
     def index_check_graph(
-        self,
-        graph: Graph,
-        candidates: Callable[[Node], Sequence[str]],
-        instance_id: str | None = None,
+        self, graph: Graph, controller: object, instance_id: str | None = None
     ) -> None:
         """Refuse ``graph`` (:class:`UnstorableValueError`, naming the node, the graph and the
-        instance it was about to run for) when a node's candidates do not fit the todo table;
-        the executor asks before an operation that may open its tasks."""
-        self._candidates.check(graph, candidates, instance_id)
+        instance it was about to run for) when a candidate ``controller`` names for a node
+        does not fit the todo table; the executor asks before a claim or submit."""
+        self._candidates.check(graph, controller, instance_id)
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:
         op = self._op(ctx)

@@ -48,7 +48,6 @@ from flow.workflow.aggregate import (
 from flow.workflow.controllers import (
     ActorStateController,
     BlockStateController,
-    candidates_of,
     identities_of,
 )
 from flow.workflow.driver import WorkflowDriver
@@ -410,8 +409,7 @@ class WorkflowExecutor:
         instance starts, not strand the instance at the task before."""
         check = getattr(self._indexing(), "index_check_graph", None)
         if check is not None:
-            controller = self.state_controller
-            check(graph, lambda node: candidates_of(controller, node), ctx.instance_id)
+            check(graph, self.state_controller, ctx.instance_id)
 
     def _require_index(self, operation: str) -> SupportsTaskIndex:
         index = self._indexing()
