@@ -1,22 +1,24 @@
 """Held rows: the instance rows that operations of a caller's transaction hold locked.
 
 The README's pattern claims and submits in one ``engine.begin()``; the submit starts from
-the row the claim locked and left instead of locking and reading it again (see
-``docs/persistence.md`` §3). This module keeps those rows, per connection, and decides when
-one may still be re-used.
+the row the claim locked and left instead of locking and reading it again, and the claim's
+write waits to be folded into the submit's (see ``docs/persistence.md`` §3). This module keeps
+those rows and that one deferred write, per connection, and decides when a row may still be
+re-used and when the write must be done.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from typing import Protocol
 
 from sqlalchemy.engine import Connection, Transaction
 
 from flow_sqla._dialect import transaction_still_open
 from flow_sqla._rows import StoredRow
 
-__all__ = ["HELD", "HeldKey", "HeldRows"]
+__all__ = ["HELD", "DeferredWrite", "HeldKey", "HeldRows"]
 
 
 def _innermost(conn: Connection) -> Transaction | None:
@@ -28,6 +30,26 @@ def _innermost(conn: Connection) -> Transaction | None:
 #: between operations): one entry per table name, so a row held for one spelling of the
 #: schema is never served next to the same table's row under another.
 HeldKey = tuple[str, str]
+
+
+class DeferredWrite(Protocol):
+    """A row write an operation left for later in its transaction: the next operation of the
+    same repository on the same row folds it into its own write; anything else on the
+    connection — another operation, a query of the library's, a savepoint, the ``COMMIT`` —
+    makes it :meth:`run` first."""
+
+    @property
+    def key(self) -> HeldKey: ...
+
+    @property
+    def schema(self) -> str | None: ...
+
+    @property
+    def owner(self) -> object:
+        """The repository whose operation deferred it (only it folds the write)."""
+
+    def run(self, conn: Connection) -> None:
+        """Send the write on ``conn`` (typed errors, as the operation would have raised)."""
 
 
 class HeldRows:
@@ -102,10 +124,85 @@ class HeldRows:
         """Forget every row held on ``conn``: after a failed operation (the error may have
         ended the whole transaction on the server while the ``Connection`` still reports it
         active — InnoDB rolls all of it back on a deadlock, Galera on a certification
-        failure — and the caller may catch it and go on), or a connection found committing
-        each statement. The next operation on any instance locks and reads again."""
+        failure — and the caller may catch it and go on), a rollback, or a connection found
+        committing each statement. The write deferred there is dropped with them: the row
+        lock it was decided under is gone. The next operation on any instance locks and
+        reads again."""
         with self._lock:
             self._by_connection.pop(conn, None)
+
+    def release(self, conn: Connection) -> None:
+        """Stop re-using the rows held on ``conn`` but keep its deferred write: after an
+        operation that failed without ending the transaction (an error that ends it reaches
+        :meth:`forget` through the connection's ``handle_error`` event, and PostgreSQL's or
+        SQLite's driver shows it at the ``COMMIT``), the write belongs to what the caller may
+        still commit. The next operation locks and reads again — after writing it."""
+        held = self._by_connection.get(conn)
+        if held is None:
+            return
+        if held.pending is None:
+            self.forget(conn)
+            return
+        held.rows.clear()
+
+    def defer(self, conn: Connection, write: DeferredWrite) -> bool:
+        """Keep ``write`` for later on ``conn``, replacing the one it was folded from; false
+        (nothing kept) when no row is held there in the innermost transaction."""
+        held = self._by_connection.get(conn)
+        if held is None or held.held_in() is not _innermost(conn):
+            return False
+        held.pending = write
+        return True
+
+    def deferred(
+        self, conn: Connection, schema: str | None, key: HeldKey, owner: object
+    ) -> DeferredWrite | None:
+        """The write deferred on ``conn`` if ``owner`` left it for ``key`` under ``schema``
+        (the caller folds it and then calls :meth:`done`)."""
+        held = self._by_connection.get(conn)
+        pending = None if held is None else held.pending
+        if pending is None or pending.key != key or pending.owner is not owner:
+            return None
+        return pending if pending.schema == schema else None
+
+    def done(self, conn: Connection, write: DeferredWrite) -> None:
+        """``write`` reached the server inside another statement: nothing left to do."""
+        held = self._by_connection.get(conn)
+        if held is not None and held.pending is write:
+            held.pending = None
+
+    def settle(self, conn: Connection) -> None:
+        """Send the write deferred on ``conn``, if any: before any other statement of the
+        library's there, and before a savepoint begins (rolling that back must not take the
+        write with it). A write that fails is not tried again."""
+        held = self._by_connection.get(conn)
+        if held is None or held.pending is None:
+            return
+        pending, held.pending = held.pending, None
+        try:
+            pending.run(conn)
+        except BaseException:
+            self.forget(conn)
+            raise
+
+    def settle_at_commit(self, conn: Connection) -> None:
+        """Send the write deferred on ``conn`` just before its transaction commits — only if
+        that transaction is the one the write was decided in, still open on the server where
+        the driver tells; otherwise the row lock it was decided under is gone and the write
+        is dropped (a claim's WAITING that never reaches the row, never a stale state)."""
+        held = self._by_connection.get(conn)
+        if held is None or held.pending is None:
+            return
+        committing = conn.get_transaction()
+        if (
+            committing is not None
+            and held.held_in() is committing
+            and committing.is_active
+            and transaction_still_open(conn)
+        ):
+            self.settle(conn)
+        else:
+            self.forget(conn)
 
     def drop(self, key: HeldKey) -> None:
         """Forget the instance's row of the table (in any schema) on every connection: the
@@ -117,13 +214,17 @@ class HeldRows:
 
 class _Held:
     """The rows held on one connection, valid while ``held_in`` is its innermost transaction:
-    by key, the schema, the repository that wrote the row last, and the row."""
+    by key, the schema, the repository that wrote the row last, and the row; and the write
+    deferred there."""
 
-    __slots__ = ("held_in", "rows")
+    __slots__ = ("held_in", "pending", "rows")
 
     def __init__(self, held_in: weakref.ref[Transaction]) -> None:
         self.held_in = held_in
         self.rows: dict[HeldKey, tuple[str | None, object, StoredRow]] = {}
+        #: The write deferred in ``held_in`` (at most one: any other statement of the
+        #: library's on the connection sends it first).
+        self.pending: DeferredWrite | None = None
 
 
 HELD = HeldRows()

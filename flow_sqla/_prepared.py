@@ -13,10 +13,11 @@ The text then runs on the connection's DBAPI cursor through the dialect's own ``
 ``do_executemany``, inside the transaction the ``Connection`` began; a driver error goes through
 the ``Connection``'s own error handling (wrapping as ``DBAPIError``, invalidation on a lost
 connection, ``handle_error`` events), so callers see exactly what ``Connection.execute`` raises.
-Whenever the ``Connection`` itself must see the statement — cursor or dialect event listeners
-(statement counters, tracing), ``echo`` logging, or no transaction begun yet (its autobegin must
-start one, or a later ``commit()`` would not know there is anything to commit) — the statement
-goes through ``Connection.exec_driver_sql`` instead: same text, same parameters.
+Whenever the ``Connection`` itself must see the statement — statement, cursor or dialect
+execution listeners (statement counters, tracing), ``echo`` logging, or no transaction begun
+yet (its autobegin must start one, or a later ``commit()`` would not know there is anything to
+commit) — the statement goes through ``Connection.exec_driver_sql`` instead: same text, same
+parameters.
 
 Rows come back as the driver returns them: no result processing (see
 ``DialectOps.decode_json`` for the JSON columns).
@@ -67,9 +68,32 @@ def driver_path_open(conn: Connection) -> bool:
     return (
         _HANDLES_DRIVER_ERRORS
         and dialect.driver in _CURSOR_DRIVERS
-        and not (conn._has_events or conn.engine._has_events or dialect._has_events)
         and not conn._echo
+        and not (
+            (conn._has_events or conn.engine._has_events or dialect._has_events)
+            and _statements_listened(conn)
+        )
         and conn.in_transaction()
+    )
+
+
+def _statements_listened(conn: Connection) -> bool:
+    """Whether a listener would see a statement that ``Connection.exec_driver_sql`` runs:
+    the statement and cursor events of the connection (its engine's included) and the
+    dialect's execution events. Transaction and error listeners — the library's own among
+    them (:mod:`flow_sqla._transaction_events`) — see nothing of a statement; driver errors
+    still reach ``handle_error`` through the ``Connection``."""
+    events = conn.dispatch
+    dialect_events = conn.dialect.dispatch
+    return bool(
+        events.before_execute
+        or events.after_execute
+        or events.before_cursor_execute
+        or events.after_cursor_execute
+        or dialect_events.do_execute
+        or dialect_events.do_executemany
+        or dialect_events.do_execute_no_params
+        or dialect_events.do_setinputsizes
     )
 
 

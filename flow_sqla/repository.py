@@ -64,6 +64,7 @@ from flow_sqla._rows import (
     utc_now,
 )
 from flow_sqla._todo import GraphCandidateChecks, TodoChanges, TodoTable, check_candidates
+from flow_sqla._transaction_events import watch
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import (
@@ -89,6 +90,7 @@ _ABSENT_COLUMNS = ("instant_id", "creator", "create_time", "updater", "update_ti
 _ROW_KEY = "row_key"
 #: Stored codes to states (unknown codes read as UNKNOWN, like ``TaskState.of``).
 _STATES: dict[int, TaskState] = {state.value: state for state in TaskState}
+_WAITING = TaskState.WAITING.value
 #: Instances remembered to have a row (saves the insert-if-absent statement).
 KNOWN_ROWS_CAPACITY = 100_000
 #: Graph documents kept for the flush that stores an instance's graph.
@@ -131,13 +133,16 @@ class _Operation:
         "base",
         "bookkeeping",
         "conn",
+        "deferred",
         "final",
         "force_graph",
         "graph",
         "instance_id",
+        "joined",
         "keep_vars",
         "locked",
         "new_index",
+        "pending",
         "replace_vars",
         "states",
         "stored_vars",
@@ -157,11 +162,81 @@ class _Operation:
         self.new_index: InstanceIndex | None = None
         self.bookkeeping = False
         self.keep_vars = False
+        #: In the caller's transaction (``ctx.connection``): a claim's write may be deferred.
+        self.joined = False
+        #: The write an earlier claim on this row deferred (``base`` includes it).
+        self.pending: _DeferredClaim | None = None
+        #: This operation's write, when it is deferred in its turn.
+        self.deferred: _RowWrite | None = None
+
+    def only_marks_waiting(self) -> bool:
+        """Whether the operation is a claim: it changed states only to WAITING (or added
+        them as WAITING) and stores nothing else of its own accord."""
+        if self.force_graph or self.replace_vars or self.keep_vars or self.bookkeeping:
+            return False
+        before = self.base.states
+        if not before.keys() <= self.states.keys():
+            return False
+        return all(code == _WAITING or before.get(key) == code for key, code in self.states.items())
 
     def note_graph(self, ctx: FlowContext, node: Node) -> None:
         if self.graph is None:
             root = getattr(ctx.data.get(_INTENT_KEY), "root_graph", None)
             self.graph = root if isinstance(root, Graph) else node.graph
+
+
+@dataclass(frozen=True, slots=True)
+class _RowWrite:
+    """One write of an instance row: the column ``values`` (``states``, ``vars``, ``updater``,
+    ``update_time``; ``graph`` and the index columns when they change), whether it is
+    ``audited`` (a reindex's bookkeeping leaves the first four alone), and the task index
+    before (``stored``, as the database holds it) and after (``aggregate``; ``None``: the
+    index columns are not written)."""
+
+    instance_id: str
+    values: dict[str, Any]
+    audited: bool
+    stored: InstanceIndex | None
+    aggregate: InstanceIndex | None
+
+    @property
+    def with_graph(self) -> bool:
+        return "graph" in self.values
+
+    @property
+    def with_index(self) -> bool:
+        return self.aggregate is not None
+
+    def then(self, later: _RowWrite) -> _RowWrite:
+        """This write and a ``later`` one of the same row as one: ``later``'s values over
+        this one's, the todo rows from what the database holds to what ``later`` leaves."""
+        return _RowWrite(
+            instance_id=self.instance_id,
+            values={**self.values, **later.values},
+            audited=self.audited and later.audited,
+            stored=self.stored,
+            aggregate=later.aggregate if later.aggregate is not None else self.aggregate,
+        )
+
+
+class _DeferredClaim:
+    """A claim's write in the caller's transaction, kept for the submit that usually
+    follows (one ``UPDATE`` for both) or else sent before the ``COMMIT``
+    (:class:`flow_sqla._held.DeferredWrite`)."""
+
+    __slots__ = ("key", "owner", "schema", "write")
+
+    def __init__(
+        self, owner: SqlStateRepository, key: HeldKey, schema: str | None, write: _RowWrite
+    ) -> None:
+        self.owner = owner
+        self.key = key
+        self.schema = schema
+        self.write = write
+
+    def run(self, conn: Connection) -> None:
+        with self.owner._translating(self.write.instance_id):
+            self.owner._write(conn, self.write)
 
 
 class _ThreadOperations(threading.local):
@@ -304,29 +379,44 @@ class SqlStateRepository:
         if autocommits:
             HELD.forget(conn)
             raise AutocommitError("ctx.connection", instance_id=instance_id)
-        held = self._held_row(conn, instance_id)
+        schema, key = self._held_schema(conn), self._held_key(instance_id)
+        held = HELD.get(conn, schema, key, self)
+        pending = HELD.deferred(conn, schema, key, self) if held is not None else None
+        assert pending is None or isinstance(pending, _DeferredClaim)
         try:
+            if pending is None:
+                HELD.settle(conn)  # another row's deferred write goes first
             with self._translating(instance_id):
                 if held is not None:
                     op = _Operation(instance_id, conn, held, locked=True)
+                    op.pending = pending
                 else:
                     # Always from the locked row, never the process cache: the row lock alone
                     # serializes operations in a caller's transaction (see serializes()).
                     op = _Operation(instance_id, conn, self._locking_read(ctx, conn), locked=True)
+                op.joined = True
                 yield from self._run(ctx, op)
-            self._remember(op, cache=False)
-            self._hold(conn, op)
+                self._remember(op, cache=False)
+                self._hold(conn, op)
+                if op.deferred is not None:
+                    self._defer(op, schema, key, op.deferred)
         except BaseException:
-            HELD.forget(conn)
+            HELD.release(conn)
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
             if self._cache is not None:
                 self._cache.pop(instance_id)
 
-    def _held_row(self, conn: Connection, instance_id: str) -> StoredRow | None:
-        """The row an earlier operation of this very transaction left, still locked."""
-        return HELD.get(conn, self._held_schema(conn), self._held_key(instance_id), self)
+    def _defer(self, op: _Operation, schema: str | None, key: HeldKey, write: _RowWrite) -> None:
+        """Keep a claim's ``write`` (which includes any write it was folded from) for the
+        submit that usually follows in the caller's transaction, or — when it cannot be
+        kept — send it now."""
+        watch(op.conn.engine)
+        if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write)):
+            self._write(op.conn, write)
+            if op.pending is not None:
+                HELD.done(op.conn, op.pending)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
@@ -526,6 +616,8 @@ class SqlStateRepository:
         The row is held locked, so it exists: a plain UPDATE (the upsert only when the
         caller's own code deleted it in this transaction). An operation served from the
         process cache locks and re-reads the row first and writes only if it is unchanged.
+        In the caller's transaction a claim's write is deferred (:meth:`_defer`), and the
+        next operation on the row sends it inside its own.
         """
         base = op.base
         base_vars, new_vars = self._vars_change(ctx, op)
@@ -558,21 +650,49 @@ class SqlStateRepository:
             row["status"] = int(new_index.status)
             row["finish_time"] = new_index.finished_at
             row["open_tasks"] = [task_doc(t) for t in new_index.tasks]
-        with_graph = "graph" in row
-        todo = None
-        if with_index and new_index is not None:
-            todo = self._todo.changes(op.instance_id, base.aggregate, new_index)
-        if not (todo and self._merged_update(op, row, with_graph, todo, audited)):
-            if not self._update(op, row, with_graph, with_index, audited):
-                self._upsert(op, row, with_graph, with_index)
-            if todo:
-                self._todo.write(op.conn, todo)
+        write = _RowWrite(
+            instance_id=op.instance_id,
+            values=row,
+            audited=audited,
+            stored=base.aggregate,
+            aggregate=new_index if with_index else None,
+        )
+        self._send(op, write)
         op.final = StoredRow(
             states=states,
             vars=new_vars if audited else base.vars,
             has_graph=base.has_graph or write_graph,
             aggregate=new_index if with_index else base.aggregate,
         )
+
+    def _send(self, op: _Operation, write: _RowWrite) -> None:
+        """Send ``write`` — with the deferred claim it follows folded in — or, for a claim in
+        the caller's transaction outside any savepoint, leave it to :meth:`_defer`."""
+        pending = op.pending
+        if pending is not None:
+            if write.audited:
+                write = pending.write.then(write)
+            else:  # a reindex's bookkeeping after a claim: the claim's write first, alone
+                HELD.settle(op.conn)
+                op.pending = pending = None
+        if op.joined and op.only_marks_waiting() and op.conn.get_nested_transaction() is None:
+            op.deferred = write
+            return
+        self._write(op.conn, write)
+        if pending is not None:
+            HELD.done(op.conn, pending)
+
+    def _write(self, conn: Connection, write: _RowWrite) -> None:
+        """The row's UPDATE and its todo rows' changes — one statement where the dialect
+        merges them (:meth:`_merged_update`)."""
+        todo = None
+        if write.aggregate is not None:
+            todo = self._todo.changes(write.instance_id, write.stored, write.aggregate)
+        if not (todo and self._merged_update(conn, write, todo)):
+            if not self._update(conn, write):
+                self._upsert(conn, write)
+            if todo:
+                self._todo.write(conn, todo)
 
     def _revalidate(self, ctx: FlowContext, op: _Operation) -> None:
         """Lock the row of an operation served from the process cache before its write, and
@@ -627,14 +747,7 @@ class SqlStateRepository:
         op.final = None
         self._known.pop(op.instance_id)
 
-    def _merged_update(
-        self,
-        op: _Operation,
-        row: dict[str, Any],
-        with_graph: bool,
-        todo: TodoChanges,
-        audited: bool = True,
-    ) -> bool:
+    def _merged_update(self, conn: Connection, write: _RowWrite, todo: TodoChanges) -> bool:
         """The row's UPDATE and the todo changes as one statement, where the dialect can
         (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
         did not find every row — it then changed nothing or only rows that the separate
@@ -642,41 +755,38 @@ class SqlStateRepository:
         how = self._dialect.index_merge
         if how is None:
             return False
-        update = self._update_statement(with_graph, True, audited)
+        update = self._update_statement(write.with_graph, True, write.audited)
         assert isinstance(update, sa.Update)
         stmt = self._todo.merged(update, todo, how)
         if stmt is None:
             return False
-        params = {**_updated(row, audited), _ROW_KEY: op.instance_id, **todo.params()}
-        matched = self._execute(op.conn, stmt, params).rowcount
+        params = {
+            **_updated(write.values, write.audited),
+            _ROW_KEY: write.instance_id,
+            **todo.params(),
+        }
+        matched = self._execute(conn, stmt, params).rowcount
         if how == "join_update":
             return bool(matched == todo.joined_rowcount())
         if not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
-            self._upsert(op, row, with_graph, True)
+            self._upsert(conn, write)
         return True
 
-    def _upsert(
-        self, op: _Operation, row: dict[str, Any], with_graph: bool, with_index: bool
-    ) -> None:
+    def _upsert(self, conn: Connection, write: _RowWrite) -> None:
         """Recreate the row (the caller's own SQL deleted it in this transaction)."""
-        row["instant_id"] = op.instance_id
+        row = dict(write.values)
+        row["instant_id"] = write.instance_id
         row["creator"] = row["updater"]
         row["create_time"] = row["update_time"]
-        self._execute(op.conn, self._upsert_statement(with_graph, with_index), row)
+        stmt = self._upsert_statement(write.with_graph, write.with_index)
+        self._execute(conn, stmt, row)
 
-    def _update(
-        self,
-        op: _Operation,
-        row: dict[str, Any],
-        with_graph: bool,
-        with_index: bool = False,
-        audited: bool = True,
-    ) -> bool:
+    def _update(self, conn: Connection, write: _RowWrite) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
         transaction by the caller's own code), so the upsert recreates it."""
-        params = {**_updated(row, audited), _ROW_KEY: op.instance_id}
-        stmt = self._update_statement(with_graph, with_index, audited)
-        return bool(self._execute(op.conn, stmt, params).rowcount)
+        params = {**_updated(write.values, write.audited), _ROW_KEY: write.instance_id}
+        stmt = self._update_statement(write.with_graph, write.with_index, write.audited)
+        return bool(self._execute(conn, stmt, params).rowcount)
 
     def _graph_doc(self, graph: Graph) -> str:
         """``graph.to_dict()`` as JSON text, encoded once per graph object (graphs are
@@ -900,6 +1010,7 @@ class SqlStateRepository:
             )
         with self._translating(instance_id):
             if isinstance(connection, Connection):
+                HELD.settle(connection)  # a claim's deferred write is part of what it sees
                 yield connection
                 return
             with self.engine.connect() as conn:
@@ -980,6 +1091,7 @@ class SqlStateRepository:
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):
+                HELD.settle(connection)  # a claim's deferred write is part of what it reads
                 return self._fetch(connection, stmt, instance_id)
             with self.engine.connect() as conn:
                 return self._fetch(conn, stmt, instance_id)

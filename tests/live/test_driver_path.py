@@ -48,6 +48,22 @@ def test_the_driver_path_is_open_only_inside_a_transaction_nobody_listens_to(
     echoing.dispose()
 
 
+def test_transaction_and_error_listeners_leave_the_driver_path_open(db: sa.Engine) -> None:
+    """Listeners that see no statement — the library's own on a caller's engine (commit,
+    rollback, savepoint, handle_error), an app's commit hook — keep the driver-level path;
+    a statement listener added next to them closes it."""
+    listened = sa.create_engine(db.url)
+    for name in ("commit", "rollback", "savepoint"):
+        sa.event.listen(listened, name, lambda *_: None)
+    sa.event.listen(listened, "handle_error", lambda *_: None)
+    with listened.begin() as conn:
+        assert driver_path_open(conn)
+    sa.event.listen(listened, "after_cursor_execute", lambda *_: None)
+    with listened.begin() as conn:
+        assert not driver_path_open(conn)
+    listened.dispose()
+
+
 def test_statements_of_an_approval_reach_cursor_listeners(db: sa.Engine) -> None:
     """Tracing and statement counters keep seeing every statement (the ``Connection`` path)."""
     seen: list[str] = []

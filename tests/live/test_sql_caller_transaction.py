@@ -169,6 +169,36 @@ def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
     assert approvals == 1
 
 
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_after_a_deadlock_of_the_caller_s_own_statement_nothing_of_the_claim_is_trusted(
+    db: sa.Engine,
+) -> None:
+    """The caller's transaction claims A, then the caller's *own* statement loses a deadlock
+    over B: InnoDB rolls back all of it, the claim's lock on A included. Another transaction
+    approves A meanwhile; the caller catches the error, submits its claimed task of A and
+    commits. Neither the submit (from the row held before the deadlock) nor the claim's
+    write (decided under the lost lock, due at the COMMIT) may land over that approval."""
+    ex = executor(db, index=True)
+    for instance_id in ("od-a", "od-b"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        mine = ctx("od-a", "manager", conn)
+        task = ex.claim_task("oa", mine)
+        assert task is not None
+        thread, holds, done = _heavy_transaction_waiting_for(db, "od-b", "od-a")
+        assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
+        lock_b = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'od-b' FOR UPDATE"
+        with pytest.raises(sa.exc.OperationalError):
+            conn.exec_driver_sql(lock_b).all()  # deadlock: this one loses
+        thread.join(TIMEOUT)
+        assert done == [None]
+        assert approve(ex, "od-a", "manager")  # another transaction completes A's task
+        assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
+    assert _manager_approvals(db, "od-a") == 1
+    assert ex.claim_task("oa", ctx("od-a", "manager")) is None  # approved, not WAITING again
+    assert ex.open_tasks("od-a") == []
+
+
 def test_two_executors_in_one_transaction_never_approve_twice(db: sa.Engine) -> None:
     """The second executor's submit changes the row the first one's claim left; the first
     one's submit must start from the row as it is now, not from what it wrote itself."""
