@@ -624,6 +624,25 @@ def is_missing_schema(orig: BaseException) -> bool:
     return _mysql_errno(orig) in _MYSQL_MISSING_ERRORS
 
 
+#: MySQL/MariaDB errors after which InnoDB has rolled back the whole transaction: a deadlock
+#: (Galera reports a certification failure as one) and MariaDB's snapshot-isolation conflict.
+#: A lock wait timeout (1205; 3572 for ``NOWAIT``) rolls back its statement only, unless the
+#: server runs with ``innodb_rollback_on_timeout``.
+_MYSQL_TRANSACTION_ENDING = frozenset({1213, 1020})
+
+
+def ends_transaction(orig: BaseException) -> bool:
+    """Whether the driver error ``orig`` ended the whole transaction on the server while the
+    ``Connection`` still calls it active: any error on PostgreSQL (it refuses everything until
+    the rollback), a deadlock on MySQL/MariaDB. On SQLite a failed statement leaves the
+    transaction as it was (``INSERT OR ROLLBACK`` aside, which sqlite3 shows)."""
+    if isinstance(orig, sqlite3.Error):
+        return False
+    if _sqlstate(orig) is not None:
+        return True
+    return _mysql_errno(orig) in _MYSQL_TRANSACTION_ENDING
+
+
 def _sqlstate(orig: BaseException) -> str | None:
     """A PostgreSQL driver error's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2."""
     return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
@@ -739,6 +758,7 @@ __all__ = [
     "IndexMerge",
     "ModifyIdColumns",
     "as_text",
+    "ends_transaction",
     "exact_collation",
     "is_autocommit",
     "is_conflict",

@@ -173,10 +173,24 @@ class HeldRows:
 
     def settle(self, conn: Connection) -> None:
         """Send the write deferred on ``conn``, if any: before any other statement of the
-        library's there, and before a savepoint begins (rolling that back must not take the
-        write with it). A write that fails is not tried again."""
+        library's there, before a savepoint begins (rolling that back must not take the write
+        with it), before new execution options apply, before the ``COMMIT``. Only while the
+        transaction it was decided in is still the connection's innermost and active one, and
+        still open on the server where the driver tells; otherwise the row lock it was
+        decided under is gone, and it is dropped with the held rows (a claim's WAITING that
+        never reaches the row, never a stale state over someone else's). A write that fails
+        is not tried again."""
         held = self._by_connection.get(conn)
         if held is None or held.pending is None:
+            return
+        transaction = held.held_in()
+        if (
+            transaction is None
+            or transaction is not _innermost(conn)
+            or not transaction.is_active
+            or not transaction_still_open(conn)
+        ):
+            self.forget(conn)
             return
         pending, held.pending = held.pending, None
         try:
@@ -185,31 +199,15 @@ class HeldRows:
             self.forget(conn)
             raise
 
-    def settle_at_commit(self, conn: Connection) -> None:
-        """Send the write deferred on ``conn`` just before its transaction commits — only if
-        that transaction is the one the write was decided in, still open on the server where
-        the driver tells; otherwise the row lock it was decided under is gone and the write
-        is dropped (a claim's WAITING that never reaches the row, never a stale state)."""
-        held = self._by_connection.get(conn)
-        if held is None or held.pending is None:
-            return
-        committing = conn.get_transaction()
-        if (
-            committing is not None
-            and held.held_in() is committing
-            and committing.is_active
-            and transaction_still_open(conn)
-        ):
-            self.settle(conn)
-        else:
-            self.forget(conn)
-
     def drop(self, key: HeldKey) -> None:
-        """Forget the instance's row of the table (in any schema) on every connection: the
-        row was changed behind our back."""
+        """Forget the instance's row of the table (in any schema) on every connection — and
+        a write deferred for it, unsent: the row was changed behind our back, and the write
+        was decided on what it was before."""
         with self._lock:
             for held in list(self._by_connection.values()):
                 held.rows.pop(key, None)
+                if held.pending is not None and held.pending.key == key:
+                    held.pending = None
 
 
 class _Held:

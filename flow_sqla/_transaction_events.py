@@ -4,33 +4,39 @@ A claim in the caller's transaction defers its row write so that the submit that
 follows in the same transaction sends one ``UPDATE`` for both (``docs/persistence.md`` §3).
 When no submit follows, the write must still reach the row before the transaction commits —
 and never after it has rolled back or the server has ended it. The library cannot wrap the
-caller's ``engine.begin()``, so it listens to the engine's transaction events, once per
-engine, the first time it defers a write there:
+caller's ``engine.begin()``, so it listens to the engine's events, once per engine, the first
+time it defers a write there:
 
-- ``commit`` (and a two-phase ``prepare``, or a ``commit`` without one): send the deferred
-  write first, inside the transaction, when it is still the one the write was decided in;
+- ``commit``: send the deferred write first, inside the transaction, when that is still the
+  one the write was decided in; if sending fails, roll the server's transaction back before
+  the error leaves (SQLAlchemy, its ``COMMIT`` abandoned, would send no ``ROLLBACK``);
 - ``savepoint``: send it first, so that rolling the savepoint back cannot take it along;
+- ``set_connection_execution_options``: send it first — a new ``schema_translate_map`` would
+  send it to another schema's table;
 - ``rollback``: drop it, with every row held on the connection;
 - ``handle_error``: an error that ends the whole transaction on the server while the
-  ``Connection`` still calls it active — a deadlock or lock wait timeout (InnoDB, Galera), a
-  serialization failure, a lost connection — drops them too, whichever statement raised it:
-  the rows' locks went with the transaction.
+  ``Connection`` still calls it active (:func:`flow_sqla._dialect.ends_transaction`: a
+  deadlock or Galera certification failure on MySQL/MariaDB, any error on PostgreSQL) or a
+  lost connection drops them too, whichever statement raised it: the rows' locks went with
+  the transaction.
 
 None of these listeners watches statements, so the library's statements keep the
 driver-level path (:func:`flow_sqla._prepared.driver_path_open` looks at the statement
-listeners, not at whether the engine has any listener).
+listeners, not at whether the engine has any listener). Two-phase transactions defer nothing
+(the repository writes at once there), so their events need no listener.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from contextlib import suppress
 from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from flow_sqla._dialect import is_conflict
+from flow_sqla._dialect import ends_transaction
 from flow_sqla._held import HELD
 
 __all__ = ["watch"]
@@ -48,28 +54,27 @@ def watch(engine: Engine) -> None:
         if engine in _WATCHED:
             return
         event.listen(engine, "commit", _before_commit)
-        event.listen(engine, "prepare_twophase", _before_prepare)
-        event.listen(engine, "commit_twophase", _before_commit_twophase)
         event.listen(engine, "savepoint", _before_savepoint)
+        event.listen(engine, "set_connection_execution_options", _before_new_options)
         event.listen(engine, "rollback", _on_rollback)
         event.listen(engine, "handle_error", _on_error)
         _WATCHED.add(engine)
 
 
 def _before_commit(conn: Connection) -> None:
-    HELD.settle_at_commit(conn)
-
-
-def _before_prepare(conn: Connection, xid: Any) -> None:
-    HELD.settle_at_commit(conn)
-
-
-def _before_commit_twophase(conn: Connection, xid: Any, is_prepared: bool) -> None:
-    if not is_prepared:
-        HELD.settle_at_commit(conn)
+    try:
+        HELD.settle(conn)
+    except BaseException:
+        with suppress(Exception):  # the error being raised is the one that matters
+            conn.dialect.do_rollback(conn.connection)
+        raise
 
 
 def _before_savepoint(conn: Connection, name: str | None) -> None:
+    HELD.settle(conn)
+
+
+def _before_new_options(conn: Connection, options: Any) -> None:
     HELD.settle(conn)
 
 
@@ -82,5 +87,5 @@ def _on_error(context: Any) -> None:
     conn = context.connection
     if conn is None:
         return
-    if context.is_disconnect or is_conflict(context.original_exception):
+    if context.is_disconnect or ends_transaction(context.original_exception):
         HELD.forget(conn)

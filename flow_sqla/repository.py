@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RowMapping
+from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -235,8 +235,15 @@ class _DeferredClaim:
         self.write = write
 
     def run(self, conn: Connection) -> None:
-        with self.owner._translating(self.write.instance_id):
-            self.owner._write(conn, self.write)
+        """Send the write alone. It never recreates the row: a row gone since the claim was
+        deleted by the caller's own SQL, which wins (as it would over a write sent at once);
+        nor is it sent to another schema than the claim's (settled before the connection's
+        options change; a connection that changed them anyway drops it)."""
+        owner = self.owner
+        if owner._held_schema(conn) != self.schema:
+            return
+        with owner._translating(self.write.instance_id):
+            owner._write(conn, self.write, recreate=False)
 
 
 class _ThreadOperations(threading.local):
@@ -675,24 +682,31 @@ class SqlStateRepository:
             else:  # a reindex's bookkeeping after a claim: the claim's write first, alone
                 HELD.settle(op.conn)
                 op.pending = pending = None
-        if op.joined and op.only_marks_waiting() and op.conn.get_nested_transaction() is None:
+        if op.joined and op.only_marks_waiting() and _plain_transaction(op.conn):
             op.deferred = write
             return
         self._write(op.conn, write)
         if pending is not None:
             HELD.done(op.conn, pending)
 
-    def _write(self, conn: Connection, write: _RowWrite) -> None:
+    def _write(self, conn: Connection, write: _RowWrite, *, recreate: bool = True) -> None:
         """The row's UPDATE and its todo rows' changes — one statement where the dialect
-        merges them (:meth:`_merged_update`)."""
+        merges them (:meth:`_merged_update`). A row the caller's own SQL deleted in this
+        transaction is recreated (the operation decided on it under its lock) — or, without
+        ``recreate``, left deleted with its todo rows."""
         todo = None
         if write.aggregate is not None:
             todo = self._todo.changes(write.instance_id, write.stored, write.aggregate)
-        if not (todo and self._merged_update(conn, write, todo)):
-            if not self._update(conn, write):
-                self._upsert(conn, write)
-            if todo:
-                self._todo.write(conn, todo)
+        if todo and self._merged_update(conn, write, todo, recreate=recreate):
+            return
+        if self._update(conn, write):
+            pass
+        elif recreate:
+            self._upsert(conn, write)
+        else:
+            return
+        if todo:
+            self._todo.write(conn, todo)
 
     def _revalidate(self, ctx: FlowContext, op: _Operation) -> None:
         """Lock the row of an operation served from the process cache before its write, and
@@ -747,13 +761,17 @@ class SqlStateRepository:
         op.final = None
         self._known.pop(op.instance_id)
 
-    def _merged_update(self, conn: Connection, write: _RowWrite, todo: TodoChanges) -> bool:
+    def _merged_update(
+        self, conn: Connection, write: _RowWrite, todo: TodoChanges, *, recreate: bool = True
+    ) -> bool:
         """The row's UPDATE and the todo changes as one statement, where the dialect can
         (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
         did not find every row — it then changed nothing or only rows that the separate
-        statements, which the caller runs next, set to the same values again."""
+        statements, which the caller runs next, set to the same values again. Without
+        ``recreate``, PostgreSQL's CTEs are not used to insert todo rows: they would run
+        even where the row itself is gone."""
         how = self._dialect.index_merge
-        if how is None:
+        if how is None or (not recreate and how != "join_update" and todo.inserted):
             return False
         update = self._update_statement(write.with_graph, True, write.audited)
         assert isinstance(update, sa.Update)
@@ -768,7 +786,7 @@ class SqlStateRepository:
         matched = self._execute(conn, stmt, params).rowcount
         if how == "join_update":
             return bool(matched == todo.joined_rowcount())
-        if not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
+        if not matched and recreate:  # the todo CTEs ran; the row is gone (the caller's SQL)
             self._upsert(conn, write)
         return True
 
@@ -1067,9 +1085,15 @@ class SqlStateRepository:
         codes = parse_states(instance_id, row["states"])
         return {key: TaskState.of(code) for key, code in codes.items()}
 
-    def evict(self, instance_id: str) -> None:
+    def evict(self, instance_id: str, *, connection: Any = None) -> None:
         """Forget what this process remembers about ``instance_id`` (cached row, row known to
-        exist), e.g. after the row was changed or deleted behind the library's back."""
+        exist, rows held in callers' transactions), e.g. before or after the row is changed
+        or deleted behind the library's back. A claim of that instance whose write is still
+        deferred in a caller's transaction (persistence.md §3) is dropped unsent — pass that
+        transaction's ``connection`` to send it first."""
+        if isinstance(connection, Connection):
+            with self._translating(instance_id):
+                HELD.settle(connection)
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
@@ -1185,6 +1209,14 @@ def _object_or_none(text: str) -> dict[str, Any] | None:
 def _id_of(doc: Mapping[str, Any]) -> str | None:
     graph_id = doc.get("id")
     return graph_id if isinstance(graph_id, str) and graph_id else None
+
+
+def _plain_transaction(conn: Connection) -> bool:
+    """Whether ``conn`` is in a plain transaction, outside any savepoint: where a claim's
+    write may wait (a savepoint may be rolled back alone; a two-phase transaction ends through
+    events the library does not follow)."""
+    transaction = conn.get_transaction()
+    return type(transaction) is RootTransaction and conn.get_nested_transaction() is None
 
 
 def _updated(row: dict[str, Any], audited: bool) -> dict[str, Any]:

@@ -9,7 +9,9 @@ same SQLAlchemy exceptions ``Connection.execute`` raises.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +20,7 @@ import sqlalchemy as sa
 from _support import approve, count_rows, ctx, executor, flow_engine, migrate, raw_row
 
 from flow.graph import Node
-from flow.workflow import ActorStateController, TaskAction
+from flow.workflow import ActorStateController, TaskAction, TaskState
 from flow_sqla import RepositoryError, UnstorableValueError
 from flow_sqla._prepared import PreparedStatement, driver_path_open
 from flow_sqla.tables import FlowTables
@@ -250,11 +252,9 @@ def test_a_schema_translate_map_sends_every_statement_to_the_tenant_schema(
             )
 
 
-def test_a_connection_switching_its_schema_map_does_not_reuse_another_tenants_row(
-    db: sa.Engine,
-) -> None:
-    """``Connection.execution_options(schema_translate_map=...)`` changes the connection in
-    place: a row held for one tenant's table must not serve the same id in another's."""
+@contextlib.contextmanager
+def _tenant_schema(db: sa.Engine) -> Iterator[str]:
+    """A second schema holding the flow tables, dropped afterwards."""
     if db.dialect.name == "sqlite":
         pytest.skip("SQLite has schemas only as ATTACHed files")
     tenant_schema = f"{db.url.database}_tb" if db.dialect.name != "postgresql" else "tb"
@@ -264,20 +264,48 @@ def test_a_connection_switching_its_schema_map_does_not_reuse_another_tenants_ro
         FlowTables().metadata.create_all(
             db.execution_options(schema_translate_map={None: tenant_schema})
         )
+        yield tenant_schema
+    finally:
+        with db.begin() as conn:
+            conn.execute(
+                sa.schema.DropSchema(tenant_schema, cascade=db.dialect.name == "postgresql")
+            )
+
+
+def _tenant_rows(db: sa.Engine, tenant_schema: str) -> int:
+    with db.connect() as conn:
+        sql = f"SELECT COUNT(*) FROM {tenant_schema}.bpm_flow_repository"
+        return int(conn.execute(sa.text(sql)).scalar_one())
+
+
+def test_a_connection_switching_its_schema_map_does_not_reuse_another_tenants_row(
+    db: sa.Engine,
+) -> None:
+    """``Connection.execution_options(schema_translate_map=...)`` changes the connection in
+    place: a row held for one tenant's table must not serve the same id in another's."""
+    with _tenant_schema(db) as tenant_schema:
         ex = executor(db, index=True)
         with db.connect() as conn, conn.begin():
             c = ctx("sw-1", "employee", conn, amount=10)
             assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
             conn.execution_options(schema_translate_map={None: tenant_schema})
             assert ex.claim_task("oa", ctx("sw-1", "manager", conn)) is None  # unknown there
-        with db.connect() as conn:
-            held = conn.execute(
-                sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.bpm_flow_repository")
-            ).scalar()
-        assert held == 0
+        assert _tenant_rows(db, tenant_schema) == 0
         assert [t.node_id for t in ex.open_tasks("sw-1")] == ["manager"]
-    finally:
-        with db.begin() as conn:
-            conn.execute(
-                sa.schema.DropSchema(tenant_schema, cascade=db.dialect.name == "postgresql")
-            )
+
+
+def test_a_claim_before_a_schema_map_switch_lands_in_its_own_tenant_s_table(
+    db: sa.Engine,
+) -> None:
+    """A claim's write waiting for the submit (persistence.md §3) is sent before the
+    connection's options change, to the table the claim read — never to the next tenant's."""
+    with _tenant_schema(db) as tenant_schema:
+        ex = executor(db, index=True)
+        assert approve(ex, "sw-2", "employee", amount=10)
+        with db.connect() as conn, conn.begin():
+            assert ex.claim_task("oa", ctx("sw-2", "manager", conn)) is not None
+            conn.execution_options(schema_translate_map={None: tenant_schema})
+        assert _tenant_rows(db, tenant_schema) == 0
+        assert [(t.node_id, t.state) for t in ex.open_tasks("sw-2")] == [
+            ("manager", TaskState.WAITING)
+        ]

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from _support import CLAIMED_STATES, approve, count_rows, counting, ctx, executor, migrate, raw_row
 from sqlalchemy.orm import Session
 
-from flow.workflow import TaskAction, TaskState
+from flow.workflow import ConcurrentSubmitError, TaskAction, TaskState
 
 
 @pytest.fixture
@@ -136,18 +136,6 @@ def test_a_submit_that_fails_before_writing_leaves_the_claim_to_the_commit(
     assert count_rows(db, "bpm_flow_task", "dc-9") == 1
 
 
-def test_evict_between_the_claim_and_the_submit_keeps_both(db: sa.Engine) -> None:
-    ex = executor(db)
-    assert approve(ex, "dc-10", "employee", amount=1)
-    with db.begin() as conn:
-        c = ctx("dc-10", "manager", conn)
-        task = ex.claim_task("oa", c)
-        ex.state_repository.evict("dc-10")  # type: ignore[attr-defined]
-        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
-    assert count_rows(db, "bpm_flow_task", "dc-10") == 2
-    assert ex.claim_task("oa", ctx("dc-10", "manager")) is None
-
-
 def test_commit_of_a_connection_that_began_by_itself(db: sa.Engine) -> None:
     """SQLAlchemy 2.0's commit-as-you-go: each ``conn.commit()`` keeps what came before it,
     each ``conn.rollback()`` drops it."""
@@ -198,3 +186,147 @@ def test_the_readme_pattern_sends_one_update_for_the_claim_and_the_submit(db: sa
     updates = [sql for sql in counter.statements if sql.lstrip().upper().startswith("UPDATE")]
     assert len(updates) == 1, counter.statements
     assert count_rows(db, "bpm_flow_task", "dc-16") == 2
+
+
+def _manager_approvals(db: sa.Engine, instance_id: str) -> int:
+    sql = (
+        "SELECT COUNT(*) FROM bpm_flow_task WHERE flow_ins_id = :id "
+        "AND source_node_code = 'manager'"
+    )
+    with db.connect() as check:
+        return int(check.execute(sa.text(sql), {"id": instance_id}).scalar_one())
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_a_rolled_back_two_phase_transaction_leaves_no_claim_behind(db: sa.Engine) -> None:
+    """The claim of a rolled-back XA transaction never reaches a later transaction of the
+    same connection (another one approved the task meanwhile)."""
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-20", "employee", amount=1)
+    with db.connect() as conn:
+        xa = conn.begin_twophase()
+        assert ex.claim_task("oa", ctx("dc-20", "manager", conn)) is not None
+        xa.rollback()
+        assert approve(ex, "dc-20", "manager")  # another transaction approves
+        with conn.begin():
+            conn.begin_nested().rollback()
+            assert ex.inbox(ctx("any", "manager", conn)) == []
+    assert _manager_approvals(db, "dc-20") == 1
+    assert ex.claim_task("oa", ctx("dc-20", "manager")) is None
+
+
+#: The caller's own SQL ending the transaction on the server, where the driver shows it.
+SERVER_ENDS_IT = [
+    ("sqlite", "COMMIT"),
+    ("sqlite", "ROLLBACK"),
+    ("postgresql", "COMMIT"),
+    ("postgresql", "ROLLBACK"),
+]
+
+
+@pytest.mark.parametrize("step", ["savepoint", "inbox", "restore_context"])
+@pytest.mark.parametrize(("db_url", "sql"), SERVER_ENDS_IT, indirect=["db_url"])
+def test_a_claim_whose_transaction_the_server_ended_is_never_sent_later(
+    db: sa.Engine, sql: str, step: str
+) -> None:
+    """Your ``COMMIT``/``ROLLBACK`` text ends the transaction (and the claim's row lock)
+    behind the ``Connection``'s back; another transaction approves; the next step of the
+    library's on the connection must not write the claim decided under the lost lock."""
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-21", "employee", amount=1)
+    with db.connect() as conn, conn.begin():
+        assert ex.claim_task("oa", ctx("dc-21", "manager", conn)) is not None
+        conn.exec_driver_sql(sql)
+        assert approve(ex, "dc-21", "manager")  # another transaction approves meanwhile
+        if step == "savepoint":
+            conn.begin_nested().rollback()
+        elif step == "inbox":
+            assert ex.inbox(ctx("any", "manager", conn)) == []
+        else:
+            ex.state_repository.restore_context("dc-21", connection=conn)  # type: ignore[attr-defined]
+    assert _manager_approvals(db, "dc-21") == 1
+    assert ex.claim_task("oa", ctx("dc-21", "manager")) is None
+
+
+#: Makes the claim's write, sent at the COMMIT, wait for a lock another session holds.
+LOCK_TIMEOUT = {
+    "mysql": "SET SESSION innodb_lock_wait_timeout = 1",
+    "postgresql": "SET lock_timeout = '200ms'",
+}
+
+
+@pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
+def test_a_claim_s_write_failing_at_the_commit_leaves_no_transaction_open(
+    db: sa.Engine,
+) -> None:
+    """The write sent just before ``conn.commit()`` fails (here: another session holds the
+    task's todo rows): the commit raises the library's error, and the server's transaction is
+    rolled back with the caller's own writes — not left open for the next commit to keep."""
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-22", "employee", amount=1)
+    with db.begin() as setup:
+        setup.exec_driver_sql("CREATE TABLE app_audit (n INTEGER)")
+    with db.connect() as locker, locker.begin():
+        locker.exec_driver_sql(
+            "SELECT * FROM bpm_flow_todo WHERE instant_id = 'dc-22' FOR UPDATE"
+        ).all()
+        with db.connect() as conn:
+            conn.exec_driver_sql(LOCK_TIMEOUT[db.dialect.name.replace("mariadb", "mysql")])
+            conn.commit()
+            conn.exec_driver_sql("INSERT INTO app_audit VALUES (1)")
+            assert ex.claim_task("oa", ctx("dc-22", "manager", conn)) is not None
+            with pytest.raises(ConcurrentSubmitError):
+                conn.commit()
+            conn.rollback()
+            conn.exec_driver_sql("INSERT INTO app_audit VALUES (2)")
+            conn.commit()
+    with db.connect() as check:
+        assert [n for (n,) in check.exec_driver_sql("SELECT n FROM app_audit")] == [2]
+    assert "oa:manager" not in (_states(db, "dc-22") or {})
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_a_lock_wait_timeout_of_the_caller_s_own_statement_keeps_the_claim(
+    db: sa.Engine,
+) -> None:
+    """MariaDB/MySQL roll back only the statement on a lock wait timeout (``NOWAIT``
+    included): the caller's try-lock fails, it goes on and commits — the claim stays."""
+    ex = executor(db)
+    for instance_id in ("dc-23", "dc-24"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    lock = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'dc-24' FOR UPDATE"
+    with db.connect() as locker, locker.begin():
+        locker.exec_driver_sql(lock).all()
+        with db.begin() as conn:
+            assert ex.claim_task("oa", ctx("dc-23", "manager", conn)) is not None
+            with pytest.raises(sa.exc.OperationalError):
+                conn.exec_driver_sql(lock + " NOWAIT").all()
+    assert _states(db, "dc-23") == CLAIMED_STATES
+
+
+def test_evict_drops_an_unsent_claim_so_that_your_own_sql_wins(db: sa.Engine) -> None:
+    """evict() says the row changes behind the library's back: a claim not yet written is
+    dropped, never written over your delete (or update) at the commit."""
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-25", "employee", amount=1)
+    with db.begin() as conn:
+        assert ex.claim_task("oa", ctx("dc-25", "manager", conn)) is not None
+        ex.state_repository.evict("dc-25")  # type: ignore[attr-defined]
+        for table in ("bpm_flow_todo", "bpm_flow_repository"):
+            conn.execute(sa.text(f"DELETE FROM {table} WHERE instant_id = 'dc-25'"))
+    assert raw_row(db, "dc-25") is None
+    assert ex.open_tasks("dc-25") == []
+
+
+def test_evict_given_the_connection_writes_the_claim_first(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-26", "employee", amount=1)
+    with db.begin() as conn:
+        c = ctx("dc-26", "manager", conn)
+        task = ex.claim_task("oa", c)
+        ex.state_repository.evict("dc-26", connection=conn)  # type: ignore[attr-defined]
+        conn.execute(
+            sa.text("UPDATE bpm_flow_repository SET updater = 'app' WHERE instant_id = 'dc-26'")
+        )
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert count_rows(db, "bpm_flow_task", "dc-26") == 2
