@@ -79,11 +79,16 @@ def driver_path_open(conn: Connection) -> bool:
 
 def _statements_listened(conn: Connection) -> bool:
     """Whether a listener would see a statement that ``Connection.exec_driver_sql`` runs:
-    the statement and cursor events of the connection (its engine's included) and the
-    dialect's execution events. Transaction and error listeners — the library's own among
-    them (:mod:`flow_sqla._transaction_events`) — see nothing of a statement; driver errors
-    still reach ``handle_error`` through the ``Connection``."""
-    events = conn.dispatch
+    the statement and cursor events of the engine (class-level listeners on ``Engine``
+    included) and the dialect's execution events; any listener on the ``Connection`` itself
+    or its class counts too. Transaction and error listeners — the library's own among them
+    (:mod:`flow_sqla._transaction_events`) — see nothing of a statement; driver errors still
+    reach ``handle_error`` through the ``Connection``. (The engine's and the dialect's event
+    collections are read, not the connection's: a new ``Connection`` builds its joined ones
+    on first access, which would cost every transaction.)"""
+    if conn._has_events:
+        return True
+    events = conn.engine.dispatch
     dialect_events = conn.dialect.dispatch
     return bool(
         events.before_execute
