@@ -643,6 +643,37 @@ def ends_transaction(orig: BaseException) -> bool:
     return _mysql_errno(orig) in _MYSQL_TRANSACTION_ENDING
 
 
+#: A lock wait timeout, and ``NOWAIT`` finding the row locked (MySQL 8; MariaDB reports 1205).
+_MYSQL_LOCK_TIMEOUTS = frozenset({1205, 3572})
+
+
+def is_lock_timeout(orig: BaseException) -> bool:
+    """Whether the MySQL/MariaDB driver error ``orig`` is a lock wait timeout (or ``NOWAIT``):
+    it ends the whole transaction only on a server run with ``innodb_rollback_on_timeout``
+    (:func:`rolls_back_on_lock_timeout`)."""
+    if isinstance(orig, sqlite3.Error) or _sqlstate(orig) is not None:
+        return False
+    return _mysql_errno(orig) in _MYSQL_LOCK_TIMEOUTS
+
+
+def rolls_back_on_lock_timeout(dialect: Dialect, dbapi_connection: Any) -> bool:
+    """Whether the MySQL/MariaDB server rolls back the whole transaction on a lock wait
+    timeout (``innodb_rollback_on_timeout``, a startup option), asked on the driver's
+    connection — which an error handler may still use, where the ``Connection`` is busy
+    reporting the error. ``True`` when it cannot be read: the safe answer."""
+    stmt: sa.Select[Any] = sa.select(sa.literal_column("@@innodb_rollback_on_timeout"))
+    try:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(str(stmt.compile(dialect=dialect)))
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return bool(int(row[0]))
+    except Exception:
+        return True
+
+
 def _sqlstate(orig: BaseException) -> str | None:
     """A PostgreSQL driver error's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2."""
     return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
@@ -763,8 +794,10 @@ __all__ = [
     "is_autocommit",
     "is_conflict",
     "is_driver_error",
+    "is_lock_timeout",
     "json_dumps",
     "migration_lock",
+    "rolls_back_on_lock_timeout",
     "stored_text",
     "time_text",
     "transaction_still_open",

@@ -48,6 +48,10 @@ class DeferredWrite(Protocol):
     def owner(self) -> object:
         """The repository whose operation deferred it (only it folds the write)."""
 
+    @property
+    def thread(self) -> int:
+        """The ident of the thread whose operation deferred it."""
+
     def run(self, conn: Connection) -> None:
         """Send the write on ``conn`` (typed errors, as the operation would have raised)."""
 
@@ -199,14 +203,23 @@ class HeldRows:
             self.forget(conn)
             raise
 
-    def drop(self, key: HeldKey) -> None:
-        """Forget the instance's row of the table (in any schema) on every connection — and
-        a write deferred for it, unsent: the row was changed behind our back, and the write
-        was decided on what it was before."""
+    def drop(self, key: HeldKey, *, pending_of_thread: int | None = None) -> None:
+        """Forget the instance's row of the table (in any schema) on every connection: the
+        row was changed behind our back. A write deferred for it is dropped, unsent, only
+        where the caller's thread deferred it (``pending_of_thread``): that caller's own SQL
+        on the row follows, and must win over a write decided before it; another
+        transaction's claim holds the row lock, so nobody else's SQL can change the row
+        until that transaction ends."""
         with self._lock:
             for held in list(self._by_connection.values()):
                 held.rows.pop(key, None)
-                if held.pending is not None and held.pending.key == key:
+                pending = held.pending
+                if (
+                    pending is not None
+                    and pending.key == key
+                    and pending_of_thread is not None
+                    and pending.thread == pending_of_thread
+                ):
                     held.pending = None
 
 

@@ -16,9 +16,10 @@ time it defers a write there:
 - ``rollback``: drop it, with every row held on the connection;
 - ``handle_error``: an error that ends the whole transaction on the server while the
   ``Connection`` still calls it active (:func:`flow_sqla._dialect.ends_transaction`: a
-  deadlock or Galera certification failure on MySQL/MariaDB, any error on PostgreSQL) or a
-  lost connection drops them too, whichever statement raised it: the rows' locks went with
-  the transaction.
+  deadlock or Galera certification failure on MySQL/MariaDB, any error on PostgreSQL; a lock
+  wait timeout where the server runs with ``innodb_rollback_on_timeout``, asked once per
+  engine) or a lost connection drops them too, whichever statement raised it: the rows'
+  locks went with the transaction.
 
 None of these listeners watches statements, so the library's statements keep the
 driver-level path (:func:`flow_sqla._prepared.driver_path_open` looks at the statement
@@ -36,13 +37,15 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-from flow_sqla._dialect import ends_transaction
+from flow_sqla._dialect import ends_transaction, is_lock_timeout, rolls_back_on_lock_timeout
 from flow_sqla._held import HELD
 
 __all__ = ["watch"]
 
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
 _LOCK = threading.Lock()
+#: Per engine: whether its MySQL/MariaDB server ends the transaction on a lock wait timeout.
+_TIMEOUT_ENDS: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
 
 
 def watch(engine: Engine) -> None:
@@ -87,5 +90,22 @@ def _on_error(context: Any) -> None:
     conn = context.connection
     if conn is None:
         return
-    if context.is_disconnect or ends_transaction(context.original_exception):
+    orig = context.original_exception
+    if (
+        context.is_disconnect
+        or ends_transaction(orig)
+        or (is_lock_timeout(orig) and _timeout_ends_transaction(conn))
+    ):
         HELD.forget(conn)
+
+
+def _timeout_ends_transaction(conn: Connection) -> bool:
+    engine = conn.engine
+    ends = _TIMEOUT_ENDS.get(engine)
+    if ends is None:
+        try:
+            dbapi_connection = conn.connection.dbapi_connection
+        except Exception:  # an invalidated connection: its transaction is gone anyway
+            return True
+        ends = _TIMEOUT_ENDS[engine] = rolls_back_on_lock_timeout(conn.dialect, dbapi_connection)
+    return ends

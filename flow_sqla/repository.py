@@ -224,7 +224,7 @@ class _DeferredClaim:
     follows (one ``UPDATE`` for both) or else sent before the ``COMMIT``
     (:class:`flow_sqla._held.DeferredWrite`)."""
 
-    __slots__ = ("key", "owner", "schema", "write")
+    __slots__ = ("key", "owner", "schema", "thread", "write")
 
     def __init__(
         self, owner: SqlStateRepository, key: HeldKey, schema: str | None, write: _RowWrite
@@ -233,6 +233,7 @@ class _DeferredClaim:
         self.key = key
         self.schema = schema
         self.write = write
+        self.thread = threading.get_ident()
 
     def run(self, conn: Connection) -> None:
         """Send the write alone. It never recreates the row: a row gone since the claim was
@@ -421,9 +422,9 @@ class SqlStateRepository:
         kept — send it now."""
         watch(op.conn.engine)
         if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write)):
-            self._write(op.conn, write)
-            if op.pending is not None:
-                HELD.done(op.conn, op.pending)
+            conn, pending = op.conn, op.pending
+            done = None if pending is None else (lambda: HELD.done(conn, pending))
+            self._write(conn, write, row_sent=done)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
@@ -685,19 +686,33 @@ class SqlStateRepository:
         if op.joined and op.only_marks_waiting() and _plain_transaction(op.conn):
             op.deferred = write
             return
-        self._write(op.conn, write)
-        if pending is not None:
-            HELD.done(op.conn, pending)
+        if pending is None:
+            self._write(op.conn, write)
+            return
+        conn = op.conn
+        # Done once the row's statement carrying it went out, before any todo statement: a
+        # todo write that fails then must not leave the claim to be sent again at the COMMIT.
+        self._write(conn, write, row_sent=lambda: HELD.done(conn, pending))
 
-    def _write(self, conn: Connection, write: _RowWrite, *, recreate: bool = True) -> None:
+    def _write(
+        self,
+        conn: Connection,
+        write: _RowWrite,
+        *,
+        recreate: bool = True,
+        row_sent: Callable[[], None] | None = None,
+    ) -> None:
         """The row's UPDATE and its todo rows' changes — one statement where the dialect
         merges them (:meth:`_merged_update`). A row the caller's own SQL deleted in this
         transaction is recreated (the operation decided on it under its lock) — or, without
-        ``recreate``, left deleted with its todo rows."""
+        ``recreate``, left deleted with its todo rows. ``row_sent`` is called once the row's
+        own statement has gone out."""
         todo = None
         if write.aggregate is not None:
             todo = self._todo.changes(write.instance_id, write.stored, write.aggregate)
         if todo and self._merged_update(conn, write, todo, recreate=recreate):
+            if row_sent is not None:
+                row_sent()
             return
         if self._update(conn, write):
             pass
@@ -705,6 +720,8 @@ class SqlStateRepository:
             self._upsert(conn, write)
         else:
             return
+        if row_sent is not None:
+            row_sent()
         if todo:
             self._todo.write(conn, todo)
 
@@ -1089,15 +1106,18 @@ class SqlStateRepository:
         """Forget what this process remembers about ``instance_id`` (cached row, row known to
         exist, rows held in callers' transactions), e.g. before or after the row is changed
         or deleted behind the library's back. A claim of that instance whose write is still
-        deferred in a caller's transaction (persistence.md §3) is dropped unsent — pass that
-        transaction's ``connection`` to send it first."""
+        deferred in a caller's transaction (persistence.md §3) by this thread is dropped
+        unsent — pass that transaction's ``connection`` to send it first instead. (Claims
+        other threads' transactions deferred stay: they hold the row lock.)"""
+        thread: int | None = threading.get_ident()
         if isinstance(connection, Connection):
             with self._translating(instance_id):
                 HELD.settle(connection)
+            thread = None
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        HELD.drop(self._held_key(instance_id))
+        HELD.drop(self._held_key(instance_id), pending_of_thread=thread)
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

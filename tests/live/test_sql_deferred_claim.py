@@ -4,6 +4,7 @@ the transaction goes on or ends, the caller sees what an immediate write would h
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from _support import CLAIMED_STATES, approve, count_rows, counting, ctx, executo
 from sqlalchemy.orm import Session
 
 from flow.workflow import ConcurrentSubmitError, TaskAction, TaskState
+from flow_sqla import _transaction_events
+from flow_sqla._dialect import rolls_back_on_lock_timeout
 
 
 @pytest.fixture
@@ -330,3 +333,81 @@ def test_evict_given_the_connection_writes_the_claim_first(db: sa.Engine) -> Non
         )
         assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
     assert count_rows(db, "bpm_flow_task", "dc-26") == 2
+
+
+def test_evict_in_another_transaction_keeps_this_transaction_s_claim(db: sa.Engine) -> None:
+    """A claim holds the row lock until its transaction ends: another transaction's (or
+    thread's) evict cannot mean the row changed under it, and must not drop its write."""
+    ex = executor(db, index=True)
+    for instance_id in ("dc-27", "dc-28"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    repository = ex.state_repository
+    with db.begin() as conn:
+        c = ctx("dc-27", "manager", conn)
+        task = ex.claim_task("oa", c)
+        with db.connect() as other:
+            repository.evict("dc-27", connection=other)  # type: ignore[attr-defined]
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    with db.begin() as conn:
+        assert ex.claim_task("oa", ctx("dc-28", "manager", conn)) is not None
+        elsewhere = threading.Thread(target=repository.evict, args=("dc-28",))  # type: ignore[attr-defined]
+        elsewhere.start()
+        elsewhere.join()
+    assert _manager_approvals(db, "dc-27") == 1
+    assert _states(db, "dc-28") == CLAIMED_STATES
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_a_submit_failing_after_its_row_update_never_sends_the_claim_again(
+    db: sa.Engine,
+) -> None:
+    """The submit's UPDATE (carrying the claim) went out, then its todo DELETE timed out on
+    another session's lock; the caller catches the error and commits anyway (the documented
+    way is to roll back). The claim must not be sent again over the submit's states: the
+    task would be WAITING again and approved a second time."""
+    ex = executor(db, index=True)
+    assert approve(ex, "dc-29", "employee", amount=1)
+    with db.connect() as locker, locker.begin():
+        todo = "SELECT * FROM bpm_flow_todo WHERE instant_id = 'dc-29' FOR UPDATE"
+        with db.connect() as conn:
+            conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 1")
+            conn.commit()
+            c = ctx("dc-29", "manager", conn)
+            task = ex.claim_task("oa", c)
+            locker.exec_driver_sql(todo).all()
+            with pytest.raises(ConcurrentSubmitError):
+                ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+            conn.commit()
+    assert ex.claim_task("oa", ctx("dc-29", "manager")) is None
+    assert not approve(ex, "dc-29", "manager")
+    assert _manager_approvals(db, "dc-29") <= 1
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_the_server_s_rollback_on_timeout_setting_is_read_as_it_is(db: sa.Engine) -> None:
+    with db.connect() as conn:
+        expected = bool(conn.execute(sa.text("SELECT @@innodb_rollback_on_timeout")).scalar())
+        dbapi_connection = conn.connection.dbapi_connection
+        assert rolls_back_on_lock_timeout(db.dialect, dbapi_connection) is expected
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_where_a_lock_wait_timeout_ends_the_transaction_the_claim_is_dropped(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server run with ``innodb_rollback_on_timeout`` (the answer is read once per
+    engine; set here as that server would give it), a timeout of the caller's own statement
+    has rolled back the claim's row lock with everything else: the claim is never written
+    afterwards, over what another transaction approved meanwhile."""
+    ex = executor(db)
+    for instance_id in ("dc-30", "dc-31"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    monkeypatch.setitem(_transaction_events._TIMEOUT_ENDS, db, True)
+    lock = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'dc-31' FOR UPDATE"
+    with db.connect() as locker, locker.begin():
+        locker.exec_driver_sql(lock).all()
+        with db.begin() as conn:
+            assert ex.claim_task("oa", ctx("dc-30", "manager", conn)) is not None
+            with pytest.raises(sa.exc.OperationalError):
+                conn.exec_driver_sql(lock + " NOWAIT").all()
+    assert "oa:manager" not in (_states(db, "dc-30") or {})
