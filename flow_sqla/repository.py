@@ -236,15 +236,16 @@ class _DeferredClaim:
         self.thread = threading.get_ident()
 
     def run(self, conn: Connection) -> None:
-        """Send the write alone. It never recreates the row: a row gone since the claim was
-        deleted by the caller's own SQL, which wins (as it would over a write sent at once);
-        nor is it sent to another schema than the claim's (settled before the connection's
-        options change; a connection that changed them anyway drops it)."""
+        """Send the write alone — never to another schema than the claim's (it is settled
+        before the connection's options change; a connection that changed them anyway drops
+        it). A row the caller's own SQL deleted meanwhile is recreated, as for any write in
+        the caller's transaction: ``evict(instance_id)`` before such SQL drops the claim
+        (persistence.md §3)."""
         owner = self.owner
         if owner._held_schema(conn) != self.schema:
             return
         with owner._translating(self.write.instance_id):
-            owner._write(conn, self.write, recreate=False)
+            owner._write(conn, self.write)
 
 
 class _ThreadOperations(threading.local):
@@ -699,27 +700,21 @@ class SqlStateRepository:
         conn: Connection,
         write: _RowWrite,
         *,
-        recreate: bool = True,
         row_sent: Callable[[], None] | None = None,
     ) -> None:
         """The row's UPDATE and its todo rows' changes — one statement where the dialect
         merges them (:meth:`_merged_update`). A row the caller's own SQL deleted in this
-        transaction is recreated (the operation decided on it under its lock) — or, without
-        ``recreate``, left deleted with its todo rows. ``row_sent`` is called once the row's
-        own statement has gone out."""
+        transaction is recreated (the operation decided on it under its lock). ``row_sent``
+        is called once the row's own statement has gone out."""
         todo = None
         if write.aggregate is not None:
             todo = self._todo.changes(write.instance_id, write.stored, write.aggregate)
-        if todo and self._merged_update(conn, write, todo, recreate=recreate):
+        if todo and self._merged_update(conn, write, todo):
             if row_sent is not None:
                 row_sent()
             return
-        if self._update(conn, write):
-            pass
-        elif recreate:
+        if not self._update(conn, write):
             self._upsert(conn, write)
-        else:
-            return
         if row_sent is not None:
             row_sent()
         if todo:
@@ -778,17 +773,13 @@ class SqlStateRepository:
         op.final = None
         self._known.pop(op.instance_id)
 
-    def _merged_update(
-        self, conn: Connection, write: _RowWrite, todo: TodoChanges, *, recreate: bool = True
-    ) -> bool:
+    def _merged_update(self, conn: Connection, write: _RowWrite, todo: TodoChanges) -> bool:
         """The row's UPDATE and the todo changes as one statement, where the dialect can
         (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
         did not find every row — it then changed nothing or only rows that the separate
-        statements, which the caller runs next, set to the same values again. Without
-        ``recreate``, PostgreSQL's CTEs are not used to insert todo rows: they would run
-        even where the row itself is gone."""
+        statements, which the caller runs next, set to the same values again."""
         how = self._dialect.index_merge
-        if how is None or (not recreate and how != "join_update" and todo.inserted):
+        if how is None:
             return False
         update = self._update_statement(write.with_graph, True, write.audited)
         assert isinstance(update, sa.Update)
@@ -803,7 +794,7 @@ class SqlStateRepository:
         matched = self._execute(conn, stmt, params).rowcount
         if how == "join_update":
             return bool(matched == todo.joined_rowcount())
-        if not matched and recreate:  # the todo CTEs ran; the row is gone (the caller's SQL)
+        if not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
             self._upsert(conn, write)
         return True
 
