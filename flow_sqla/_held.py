@@ -92,13 +92,7 @@ class HeldRows:
         held = self._by_connection.get(conn)
         if held is None:
             return None
-        transaction = held.held_in()
-        if (
-            transaction is None
-            or transaction is not _innermost(conn)
-            or not transaction.is_active
-            or not transaction_still_open(conn)
-        ):
+        if not _still_current(held, conn):
             self.forget(conn)
             return None
         entry = held.rows.get(key)
@@ -187,13 +181,7 @@ class HeldRows:
         held = self._by_connection.get(conn)
         if held is None or held.pending is None:
             return
-        transaction = held.held_in()
-        if (
-            transaction is None
-            or transaction is not _innermost(conn)
-            or not transaction.is_active
-            or not transaction_still_open(conn)
-        ):
+        if not _still_current(held, conn):
             self.forget(conn)
             return
         pending, held.pending = held.pending, None
@@ -221,6 +209,18 @@ class HeldRows:
                     and pending.thread == pending_of_thread
                 ):
                     held.pending = None
+
+
+def _still_current(held: _Held, conn: Connection) -> bool:
+    """Whether the transaction ``held`` was recorded in is still ``conn``'s innermost and
+    active one — and open on the server, where the driver shows it (no round trip)."""
+    transaction = held.held_in()
+    return (
+        transaction is not None
+        and transaction is _innermost(conn)
+        and transaction.is_active
+        and transaction_still_open(conn)
+    )
 
 
 class _Held:
