@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -135,6 +136,25 @@ def _a_lock_waiter_appears(db: sa.Engine) -> bool:
     return not give_up.is_set()
 
 
+def _claim_then_lose_a_deadlock(
+    db: sa.Engine, ex: WorkflowExecutor, mine: Any, other: str, lose: Callable[[], None]
+) -> Any:
+    """After the employees' approvals of ``mine``'s instance and ``other``, claim the
+    manager's task in ``mine``'s transaction, let a heavier transaction lock ``other`` and
+    wait for ``mine``'s row, then run ``lose`` — the statement of ``mine``'s transaction that
+    waits for ``other`` and loses the deadlock. Returns the claimed task."""
+    for instance_id in (mine.instance_id, other):
+        assert approve(ex, instance_id, "employee", amount=1)
+    task = ex.claim_task("oa", mine)
+    assert task is not None
+    thread, holds, done = _heavy_transaction_waiting_for(db, other, mine.instance_id)
+    assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
+    lose()  # deadlock: this one loses
+    thread.join(TIMEOUT)
+    assert done == [None]
+    return task
+
+
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
     db: sa.Engine,
@@ -145,18 +165,14 @@ def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
     claimed task of A: the repository must lock and read A again (the claim is gone, the task
     completed) — never write from the row it held before the deadlock (a second approval)."""
     ex = executor(db, index=True)
-    for instance_id in ("dl-a", "dl-b"):
-        assert approve(ex, instance_id, "employee", amount=1)
     with db.connect() as conn, conn.begin():
         mine = ctx("dl-a", "manager", conn)
-        task = ex.claim_task("oa", mine)
-        assert task is not None
-        thread, holds, done = _heavy_transaction_waiting_for(db, "dl-b", "dl-a")
-        assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
-        with pytest.raises(ConcurrentSubmitError):
-            ex.claim_task("oa", ctx("dl-b", "manager", conn))  # deadlock: this one loses
-        thread.join(TIMEOUT)
-        assert done == [None]
+
+        def lose() -> None:
+            with pytest.raises(ConcurrentSubmitError):
+                ex.claim_task("oa", ctx("dl-b", "manager", conn))
+
+        task = _claim_then_lose_a_deadlock(db, ex, mine, "dl-b", lose)
         assert approve(ex, "dl-a", "manager")  # another transaction completes A's task
         assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
     with db.connect() as check:
@@ -179,19 +195,15 @@ def test_after_a_deadlock_of_the_caller_s_own_statement_nothing_of_the_claim_is_
     commits. Neither the submit (from the row held before the deadlock) nor the claim's
     write (decided under the lost lock, due at the COMMIT) may land over that approval."""
     ex = executor(db, index=True)
-    for instance_id in ("od-a", "od-b"):
-        assert approve(ex, instance_id, "employee", amount=1)
     with db.connect() as conn, conn.begin():
         mine = ctx("od-a", "manager", conn)
-        task = ex.claim_task("oa", mine)
-        assert task is not None
-        thread, holds, done = _heavy_transaction_waiting_for(db, "od-b", "od-a")
-        assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
         lock_b = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'od-b' FOR UPDATE"
-        with pytest.raises(sa.exc.OperationalError):
-            conn.exec_driver_sql(lock_b).all()  # deadlock: this one loses
-        thread.join(TIMEOUT)
-        assert done == [None]
+
+        def lose() -> None:
+            with pytest.raises(sa.exc.OperationalError):
+                conn.exec_driver_sql(lock_b).all()
+
+        task = _claim_then_lose_a_deadlock(db, ex, mine, "od-b", lose)
         assert approve(ex, "od-a", "manager")  # another transaction completes A's task
         assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
     assert _manager_approvals(db, "od-a") == 1

@@ -294,16 +294,7 @@ def test_a_lock_wait_timeout_of_the_caller_s_own_statement_keeps_the_claim(
 ) -> None:
     """MariaDB/MySQL roll back only the statement on a lock wait timeout (``NOWAIT``
     included): the caller's try-lock fails, it goes on and commits — the claim stays."""
-    ex = executor(db)
-    for instance_id in ("dc-23", "dc-24"):
-        assert approve(ex, instance_id, "employee", amount=1)
-    lock = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'dc-24' FOR UPDATE"
-    with db.connect() as locker, locker.begin():
-        locker.exec_driver_sql(lock).all()
-        with db.begin() as conn:
-            assert ex.claim_task("oa", ctx("dc-23", "manager", conn)) is not None
-            with pytest.raises(sa.exc.OperationalError):
-                conn.exec_driver_sql(lock + " NOWAIT").all()
+    _claim_then_fail_to_lock_another(db, "dc-23", "dc-24")
     assert _states(db, "dc-23") == CLAIMED_STATES
 
 
@@ -399,15 +390,22 @@ def test_where_a_lock_wait_timeout_ends_the_transaction_the_claim_is_dropped(
     engine; set here as that server would give it), a timeout of the caller's own statement
     has rolled back the claim's row lock with everything else: the claim is never written
     afterwards, over what another transaction approved meanwhile."""
-    ex = executor(db)
-    for instance_id in ("dc-30", "dc-31"):
-        assert approve(ex, instance_id, "employee", amount=1)
     monkeypatch.setitem(_transaction_events._TIMEOUT_ENDS, db, True)
-    lock = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'dc-31' FOR UPDATE"
+    _claim_then_fail_to_lock_another(db, "dc-30", "dc-31")
+    assert "oa:manager" not in (_states(db, "dc-30") or {})
+
+
+def _claim_then_fail_to_lock_another(db: sa.Engine, claimed: str, locked: str) -> None:
+    """After the employees' approvals, a caller's transaction claims the manager's task of
+    ``claimed``, then its own ``NOWAIT`` try-lock of ``locked`` (held by another session)
+    fails; the caller goes on and commits."""
+    ex = executor(db)
+    for instance_id in (claimed, locked):
+        assert approve(ex, instance_id, "employee", amount=1)
+    lock = f"SELECT id FROM bpm_flow_repository WHERE instant_id = '{locked}' FOR UPDATE"
     with db.connect() as locker, locker.begin():
         locker.exec_driver_sql(lock).all()
         with db.begin() as conn:
-            assert ex.claim_task("oa", ctx("dc-30", "manager", conn)) is not None
+            assert ex.claim_task("oa", ctx(claimed, "manager", conn)) is not None
             with pytest.raises(sa.exc.OperationalError):
                 conn.exec_driver_sql(lock + " NOWAIT").all()
-    assert "oa:manager" not in (_states(db, "dc-30") or {})
