@@ -87,6 +87,16 @@ def count_rows(engine: sa.Engine, table: str, instance_id: str | None = None) ->
         return int(conn.execute(sa.text(sql), params).scalar_one())
 
 
+def manager_approvals(engine: sa.Engine, instance_id: str) -> int:
+    """History rows of the OA manager's approval of ``instance_id`` (one at most, ever)."""
+    sql = (
+        "SELECT COUNT(*) FROM bpm_flow_task WHERE flow_ins_id = :id "
+        "AND source_node_code = 'manager'"
+    )
+    with engine.connect() as check:
+        return int(check.execute(sa.text(sql), {"id": instance_id}).scalar_one())
+
+
 def every_row(engine: sa.Engine) -> list[tuple[Any, ...]]:
     """Every column of every row of the three tables (what "writes nothing" compares)."""
     with engine.connect() as conn:

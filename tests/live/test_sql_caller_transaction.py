@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, ctx, executor, flow_engine, migrate
+from _support import (
+    approve,
+    count_rows,
+    ctx,
+    executor,
+    flow_engine,
+    manager_approvals,
+    migrate,
+)
 
 from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction, WorkflowExecutor
 from flow_sqla import (
@@ -206,7 +214,7 @@ def test_after_a_deadlock_of_the_caller_s_own_statement_nothing_of_the_claim_is_
         task = _claim_then_lose_a_deadlock(db, ex, mine, "od-b", lose)
         assert approve(ex, "od-a", "manager")  # another transaction completes A's task
         assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
-    assert _manager_approvals(db, "od-a") == 1
+    assert manager_approvals(db, "od-a") == 1
     assert ex.claim_task("oa", ctx("od-a", "manager")) is None  # approved, not WAITING again
     assert ex.open_tasks("od-a") == []
 
@@ -347,7 +355,7 @@ def test_a_transaction_the_server_ended_is_never_trusted_for_the_row(
     status): the submit reads the row again and finds the task approved — no second
     approval."""
     assert not _approve_around_a_server_side_end(db, "end-1", sql)
-    assert _manager_approvals(db, "end-1") == 1
+    assert manager_approvals(db, "end-1") == 1
 
 
 @pytest.mark.parametrize(("db_url", "sql"), SERVER_ENDS_IT, indirect=["db_url"])
@@ -369,7 +377,7 @@ def test_after_a_server_side_end_no_held_row_is_trusted_by_the_next_operation(
         assert approve(ex, "next-1", "manager")  # another transaction approves meanwhile
         assert ex.claim_task("oa", ctx("next-2", "manager", conn)) is not None
         assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
-    assert _manager_approvals(db, "next-1") == 1
+    assert manager_approvals(db, "next-1") == 1
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -386,19 +394,6 @@ def test_an_aborted_postgresql_transaction_is_an_error_not_a_stale_task(db: sa.E
             conn.exec_driver_sql("SELECT 1 / 0")
         with pytest.raises(RepositoryError):
             ex.claim_task("oa", c)
-
-
-def _manager_approvals(db: sa.Engine, instance_id: str) -> int:
-    with db.connect() as check:
-        return int(
-            check.execute(
-                sa.text(
-                    "SELECT COUNT(*) FROM bpm_flow_task "
-                    "WHERE flow_ins_id = :id AND source_node_code = 'manager'"
-                ),
-                {"id": instance_id},
-            ).scalar_one()
-        )
 
 
 @pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
@@ -451,4 +446,4 @@ def test_sqlite_s_savepoint_recipe_refuses_a_transaction_ended_by_the_caller_s_c
             conn.exec_driver_sql("BEGIN")  # for the block's own COMMIT
     finally:
         recipe.dispose()
-    assert _manager_approvals(db, "rc-1") == 0
+    assert manager_approvals(db, "rc-1") == 0

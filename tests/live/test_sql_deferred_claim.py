@@ -9,7 +9,17 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import CLAIMED_STATES, approve, count_rows, counting, ctx, executor, migrate, raw_row
+from _support import (
+    CLAIMED_STATES,
+    approve,
+    count_rows,
+    counting,
+    ctx,
+    executor,
+    manager_approvals,
+    migrate,
+    raw_row,
+)
 from sqlalchemy.orm import Session
 
 from flow.workflow import ConcurrentSubmitError, TaskAction, TaskState
@@ -191,15 +201,6 @@ def test_the_readme_pattern_sends_one_update_for_the_claim_and_the_submit(db: sa
     assert count_rows(db, "bpm_flow_task", "dc-16") == 2
 
 
-def _manager_approvals(db: sa.Engine, instance_id: str) -> int:
-    sql = (
-        "SELECT COUNT(*) FROM bpm_flow_task WHERE flow_ins_id = :id "
-        "AND source_node_code = 'manager'"
-    )
-    with db.connect() as check:
-        return int(check.execute(sa.text(sql), {"id": instance_id}).scalar_one())
-
-
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 def test_a_rolled_back_two_phase_transaction_leaves_no_claim_behind(db: sa.Engine) -> None:
     """The claim of a rolled-back XA transaction never reaches a later transaction of the
@@ -214,7 +215,7 @@ def test_a_rolled_back_two_phase_transaction_leaves_no_claim_behind(db: sa.Engin
         with conn.begin():
             conn.begin_nested().rollback()
             assert ex.inbox(ctx("any", "manager", conn)) == []
-    assert _manager_approvals(db, "dc-20") == 1
+    assert manager_approvals(db, "dc-20") == 1
     assert ex.claim_task("oa", ctx("dc-20", "manager")) is None
 
 
@@ -247,7 +248,7 @@ def test_a_claim_whose_transaction_the_server_ended_is_never_sent_later(
             assert ex.inbox(ctx("any", "manager", conn)) == []
         else:
             ex.state_repository.restore_context("dc-21", connection=conn)  # type: ignore[attr-defined]
-    assert _manager_approvals(db, "dc-21") == 1
+    assert manager_approvals(db, "dc-21") == 1
     assert ex.claim_task("oa", ctx("dc-21", "manager")) is None
 
 
@@ -344,7 +345,7 @@ def test_evict_in_another_transaction_keeps_this_transaction_s_claim(db: sa.Engi
         elsewhere = threading.Thread(target=repository.evict, args=("dc-28",))  # type: ignore[attr-defined]
         elsewhere.start()
         elsewhere.join()
-    assert _manager_approvals(db, "dc-27") == 1
+    assert manager_approvals(db, "dc-27") == 1
     assert _states(db, "dc-28") == CLAIMED_STATES
 
 
@@ -371,7 +372,7 @@ def test_a_submit_failing_after_its_row_update_never_sends_the_claim_again(
             conn.commit()
     assert ex.claim_task("oa", ctx("dc-29", "manager")) is None
     assert not approve(ex, "dc-29", "manager")
-    assert _manager_approvals(db, "dc-29") <= 1
+    assert manager_approvals(db, "dc-29") <= 1
 
 
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
