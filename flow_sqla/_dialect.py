@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
@@ -96,6 +97,31 @@ class EncodedJSON(sa.types.TypeDecorator[str]):
 
     def bind_processor(self, dialect: Dialect) -> None:
         return None
+
+
+#: Drivers that render every parameter into the statement text on the client, in Python.
+_CLIENT_LITERAL_DRIVERS = frozenset({"mysqldb", "pymysql"})
+
+
+def datetime_bind_processor(dialect: Dialect) -> Callable[[Any], Any] | None:
+    """A bind processor for ``DateTime`` parameters of prepared statements, or ``None``.
+
+    MySQLdb and PyMySQL turn a ``datetime`` into its SQL literal with a Python function per
+    value (about 6 µs; 3–4 values per approval, some 4 % of the client's instructions), a
+    ``str`` with one C call. A naive ``datetime``'s ``isoformat(" ")`` is the very text they
+    would render (``YYYY-MM-DD HH:MM:SS[.ffffff]``, quoted alike), so the server receives the
+    same statement. Anything else — an aware time, a date, ``None`` — goes to the driver as
+    it is. Drivers that bind parameters on the server (psycopg) keep the typed value.
+    """
+    if dialect.driver in _CLIENT_LITERAL_DRIVERS:
+        return _naive_datetime_text
+    return None
+
+
+def _naive_datetime_text(value: Any) -> Any:
+    if type(value) is datetime and value.tzinfo is None:
+        return value.isoformat(" ")
+    return value
 
 
 #: Binary, NO PAD collations: ids compare byte for byte, trailing spaces included. MariaDB's

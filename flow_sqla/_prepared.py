@@ -6,8 +6,9 @@ looks the compiled form up, builds an execution context and processes the result
 spends outside the driver. The repository's hot statements never change after they are built,
 so :class:`PreparedStatement` compiles each once for the engine's dialect: the SQL text, the
 dialect's parameter style and the columns' bind processors (JSON encoding, SQLite's date
-strings) are the compiler's own, so the ``Table`` objects and constructs stay the single source
-of the SQL, and the compiled-SQL snapshot tests keep guarding it.
+strings) are the compiler's own (plus, for MySQL's drivers, a time bound as its text:
+``_dialect.datetime_bind_processor``), so the ``Table`` objects and constructs stay the single
+source of the SQL, and the compiled-SQL snapshot tests keep guarding it.
 
 The text then runs on the connection's DBAPI cursor through the dialect's own ``do_execute`` /
 ``do_executemany``, inside the transaction the ``Connection`` began; a driver error goes through
@@ -33,6 +34,9 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.types import DateTime
+
+from flow_sqla._dialect import datetime_bind_processor
 
 # ``Connection._handle_dbapi_exception`` is how every SQLAlchemy 2.x statement reports a driver
 # error; without it (a future SQLAlchemy) the driver-level path is simply not taken.
@@ -139,11 +143,17 @@ class PreparedStatement:
         self._dialect = dialect
         self._positional: bool = bool(compiled.positional)
         self._names: tuple[str, ...] = tuple(compiled.positiontup or ())
-        self._processors: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
-            (name, processor)
+        processors: dict[str, Callable[[Any], Any]] = {
+            name: processor
             for name, processor in compiled._bind_processors.items()
             if callable(processor)
-        )
+        }
+        as_text = datetime_bind_processor(dialect)
+        if as_text is not None:
+            for name, bind in compiled.binds.items():
+                if name not in processors and isinstance(bind.type, DateTime):
+                    processors[name] = as_text
+        self._processors: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(processors.items())
 
     def bind(self, params: Mapping[str, Any]) -> Any:
         """The driver's parameters for ``params`` (every bind name → its value): processed by

@@ -125,6 +125,20 @@ def _insert(tables: FlowTables) -> sa.Insert:
     return t.insert().inline().values(values)
 
 
+def test_a_time_written_on_the_driver_path_reads_back_as_written(db: sa.Engine) -> None:
+    """MySQL's drivers get a naive time as its text (``flow_sqla._dialect``), the others
+    the ``datetime``; either way the column holds the time given."""
+    stmt = _insert(FlowTables())
+    t = FlowTables().repository
+    with db.begin() as conn:
+        assert driver_path_open(conn)
+        row = {"instant_id": "dp-time", "states": {}, "creator": "x", "create_time": _NOW}
+        PreparedStatement(stmt, conn.dialect).execute(conn, row)
+    with db.connect() as conn:
+        stored = conn.execute(sa.select(t.c.create_time).where(t.c.instant_id == "dp-time"))
+        assert stored.scalar_one() == _NOW
+
+
 def test_a_driver_error_is_the_exception_connection_execute_raises(db: sa.Engine) -> None:
     stmt = _insert(FlowTables())
     row = {"instant_id": "dp-dup", "states": {}, "creator": "x", "create_time": _NOW}

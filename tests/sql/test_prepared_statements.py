@@ -9,9 +9,10 @@ the compiler's own (tests/live/test_driver_path.py runs them on real servers).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
+import pymysql
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
@@ -60,12 +61,21 @@ def test_parameters_are_processed_and_ordered_as_the_compiler_says(
         for name, value in expected.items()
     }
     if compiled.positional:
-        assert _plain(params) == _plain(tuple(processed[n] for n in compiled.positiontup or ()))
+        ordered = tuple(processed[n] for n in compiled.positiontup or ())
+        assert _as_sent(key, params) == _as_sent(key, ordered)
     else:
         assert _plain({name: params[name] for name in processed}) == _plain(processed)
     # JSON goes to the driver encoded (psycopg: wrapped in its Json adapter), never as a dict.
     encoded = params[0] if compiled.positional else params["states"]
     assert not isinstance(encoded, dict)
+
+
+def _as_sent(key: str, values: tuple[Any, ...]) -> Any:
+    """What the server receives: MySQL's drivers render each parameter into the text on the
+    client (PyMySQL's rendering, the same as MySQLdb's), the others bind them."""
+    if key in ("mysql", "mysql8", "mariadb"):
+        return tuple(pymysql.converters.escape_item(value, "utf8mb4") for value in values)
+    return _plain(values)
 
 
 def _plain(values: Any) -> Any:
@@ -103,3 +113,42 @@ def test_a_failing_bind_processor_raises_what_connection_execute_raises(
     dialect = dialect_for("sqlite")
     with pytest.raises(sa.exc.StatementError, match="cannot store 'x'"):
         PreparedStatement(stmt, dialect).bind({"who": "x"})
+
+
+_TIMES = [
+    datetime(2026, 12, 6, 8, 30),
+    datetime(2026, 12, 6, 8, 30, 5, 120),
+    datetime(5, 1, 2, 3, 4, 5),
+    datetime(2026, 12, 6, 8, 30, tzinfo=UTC),
+    date(2026, 12, 6),
+    None,
+]
+
+
+@pytest.mark.parametrize("url", ["mysql+mysqldb://", "mariadb+pymysql://"])
+@pytest.mark.parametrize("when", _TIMES, ids=repr)
+def test_mysql_drivers_receive_a_time_as_the_literal_they_render_for_it(
+    url: str, when: Any
+) -> None:
+    """MySQLdb and PyMySQL render parameters into the text on the client, a ``datetime``
+    through a Python function; a naive one is bound as its text (one C call), and the
+    statement the server receives does not change."""
+    dialect = sa.make_url(url).get_dialect()()
+    stmt = _update(FlowTables())
+    values = {"states": {}, "update_time": when, "row_key": "inv-1"}
+    sent = PreparedStatement(stmt, dialect).bind(values)
+    position = stmt.compile(dialect=dialect).positiontup.index("update_time")  # type: ignore[union-attr]
+    literal = pymysql.converters.escape_item(sent[position], "utf8mb4")
+    assert literal == pymysql.converters.escape_item(when, "utf8mb4")
+    naive = isinstance(when, datetime) and when.tzinfo is None
+    assert isinstance(sent[position], str) is naive
+
+
+def test_drivers_that_bind_on_the_server_keep_the_typed_time(
+    dialect_for: Callable[[str], Dialect],
+) -> None:
+    when = datetime(2026, 12, 6, 8, 30)
+    stmt = _update(FlowTables())
+    values = {"states": {}, "update_time": when, "row_key": "inv-1"}
+    sent = PreparedStatement(stmt, dialect_for("postgresql")).bind(values)
+    assert sent["update_time"] is when
