@@ -132,6 +132,7 @@ class _Operation:
     __slots__ = (
         "base",
         "bookkeeping",
+        "cleared",
         "conn",
         "deferred",
         "final",
@@ -162,6 +163,9 @@ class _Operation:
         self.new_index: InstanceIndex | None = None
         self.bookkeeping = False
         self.keep_vars = False
+        #: A RESTART cleared the states: with the index on, the row's graph document is
+        #: written again (the instance may start over as another graph's).
+        self.cleared = False
         #: In the caller's transaction (``ctx.connection``): a claim's write may be deferred.
         self.joined = False
         #: The write an earlier claim on this row deferred (``base`` includes it).
@@ -172,7 +176,13 @@ class _Operation:
     def only_marks_waiting(self) -> bool:
         """Whether the operation is a claim: it changed states only to WAITING (or added
         them as WAITING) and stores nothing else of its own accord."""
-        if self.force_graph or self.replace_vars or self.keep_vars or self.bookkeeping:
+        if (
+            self.force_graph
+            or self.replace_vars
+            or self.keep_vars
+            or self.bookkeeping
+            or self.cleared
+        ):
             return False
         before = self.base.states
         if not before.keys() <= self.states.keys():
@@ -641,7 +651,11 @@ class SqlStateRepository:
         if not op.locked:
             # Started from the process cache: write only if the row is still the one cached.
             self._revalidate(ctx, op)
-        write_graph = op.graph is not None and (op.force_graph or not base.has_graph)
+        # With the index, a RESTART may start the instance over as another graph's: the
+        # row's graph document follows, since a reindex reads the graph from it.
+        write_graph = op.graph is not None and (
+            op.force_graph or not base.has_graph or (op.cleared and self.keeps_task_index)
+        )
         states = dict(op.states)
         row: dict[str, Any] = {
             "states": states,
@@ -919,6 +933,12 @@ class SqlStateRepository:
             return
         self._vars.check(op.instance_id, ctx.data)
         op.states.clear()
+        op.cleared = True
+        if op.graph is None:  # the submit's graph, for the graph document (see _flush)
+            root = getattr(ctx.data.get(_INTENT_KEY), "root_graph", None)
+            if isinstance(root, Graph):
+                self._graphs.check(root)
+                op.graph = root
 
     def _note_graph(self, ctx: FlowContext, op: _Operation, node: Node) -> None:
         """Remember the operation's graph; the first time a graph is used, check that the

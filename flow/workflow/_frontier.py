@@ -155,7 +155,10 @@ def build_index(
     ):
         return stored
     found = frontier(executor, graph, ctx, data)
-    before = {t.node_id: t for t in stored.tasks} if stored is not None else {}
+    # Tasks keep lineage and opening time only within one graph (a RESTART may start the
+    # instance over as another graph's, whose node ids may repeat the old one's).
+    same_graph = stored is not None and stored.graph_id == graph.id
+    before = {t.node_id: t for t in stored.tasks} if same_graph and stored is not None else {}
     now = utc_now() if now is None else now
     prefix = f"{graph.id}:"
     controller = executor.state_controller
@@ -226,7 +229,7 @@ def claimed_only(
     tasks becoming WAITING (a claim): the frontier is then unchanged, no walk is needed.
     ``None`` when anything else changed."""
     stored = read.stored
-    if stored is None:
+    if stored is None or stored.graph_id != graph.id:
         return None
     before = read.states
     prefix = f"{graph.id}:"

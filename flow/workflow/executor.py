@@ -118,18 +118,20 @@ class WorkflowExecutor:
     def claim_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
         """The task this context may operate now (WAITING), or ``None`` when the flow reached
         END or nothing is operatable. Writes states as a side effect: automatic nodes reached
-        run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``."""
+        run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``, and
+        with the task index :class:`GraphMismatchError` when the instance runs another graph
+        (so do the finds and the submits, a RESTART excepted)."""
         root = self._graph(graph)
         self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
             index = self._indexing()
             if index is None:
                 return self._walk(root, ctx, IntentType.CLAIM_TASK).task
-            read = index.index_read(ctx)
+            read, indexed = self._indexed_read(index, root, ctx)
             if read.stored is not None and read.stored.status == InstanceStatus.WITHDRAWN:
                 return None
             task = self._walk(root, ctx, IntentType.CLAIM_TASK).task
-            self._index_end(index, root, ctx, read)
+            self._index_end(index, indexed, ctx, read)
             return task
 
     def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
@@ -138,10 +140,11 @@ class WorkflowExecutor:
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
             index = self._indexing()
-            read = None if index is None else index.index_read(ctx)
+            if index is None:
+                return self._walk(root, ctx, IntentType.FIND_TASK).task
+            read, indexed = self._indexed_read(index, root, ctx)
             task = self._walk(root, ctx, IntentType.FIND_TASK).task
-            if index is not None and read is not None:
-                self._index_end(index, root, ctx, read)
+            self._index_end(index, indexed, ctx, read)
             return task
 
     def find_next_tasks(self, graph: Graph | str, ctx: FlowContext) -> list[Task]:
@@ -150,10 +153,11 @@ class WorkflowExecutor:
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
             index = self._indexing()
-            read = None if index is None else index.index_read(ctx)
+            if index is None:
+                return list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
+            read, indexed = self._indexed_read(index, root, ctx)
             tasks = list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
-            if index is not None and read is not None:
-                self._index_end(index, root, ctx, read)
+            self._index_end(index, indexed, ctx, read)
             return tasks
 
     def get_state(self, node: Node, ctx: FlowContext) -> TaskState:
@@ -180,7 +184,9 @@ class WorkflowExecutor:
         message: str | None = None,
     ) -> None:
         """Apply ``action`` to a node given by object or id. Raises ``GraphNotFoundError``,
-        ``NodeNotFoundError`` and :class:`InvalidActionError`."""
+        ``NodeNotFoundError``, :class:`InvalidActionError` and, with the task index,
+        :class:`GraphMismatchError` when the instance runs another graph (a RESTART may start
+        it over as ``graph``'s)."""
         check_message(message, ctx)
         root = self._graph(graph)
         target = node if isinstance(node, Node) else root.get_node_or_throw(node)
@@ -401,6 +407,30 @@ class WorkflowExecutor:
             return repository  # type: ignore[return-value]
         return None
 
+    def _indexed_read(
+        self, index: SupportsTaskIndex, graph: Graph, ctx: FlowContext
+    ) -> tuple[IndexRead, Graph]:
+        """What the unit of work read, and the root graph whose aggregate the index keeps.
+
+        With the task index an instance belongs to one root graph: its open tasks, status and
+        inbox rows are that graph's. An operation naming one of the sub-graphs that root
+        graph calls (the reference claims a sub-graph's task on the sub-graph's own id) acts
+        there, and the aggregate stays the root graph's. An operation naming any other graph
+        would rewrite the aggregate for it — the instance's tasks gone from every inbox, two
+        graphs' states in one row — so it raises :class:`GraphMismatchError`, nothing
+        written, as withdraw and send-back do. (Only a RESTART, which clears every state,
+        may start the instance over as another graph's.) An instance not indexed yet — the
+        Go plugin's, or written with ``index=False`` — is not judged by its state keys: a
+        root graph's row may hold only a sub-graph's states."""
+        read = index.index_read(ctx)
+        stored = read.stored
+        if stored is None or not stored.graph_id or stored.graph_id == graph.id:
+            return read, graph
+        root = self.engine.get_graph(stored.graph_id)
+        if root is not None and graph.id in _called_graphs(self.engine, root):
+            return read, root
+        raise GraphMismatchError(ctx.instance_id, graph.id, stored.graph_id)
+
     def _check_for_index(self, graph: Graph, ctx: FlowContext) -> None:
         """Before a claim or submit of ``graph`` (before its first statement; the reads leave
         an instance's stored tasks readable, and the index write still checks each task):
@@ -459,7 +489,8 @@ class WorkflowExecutor:
         stored = read.stored
         if stored is None and not states:
             return
-        if not vars_changed and states == read.states:
+        same_graph = stored is None or stored.graph_id == graph.id
+        if not vars_changed and states == read.states and same_graph:
             # Nothing changed — also for an instance not indexed yet: a read does not index
             # it (its walk ran on the caller's variables, which a read does not store).
             return
@@ -561,7 +592,13 @@ class WorkflowExecutor:
         self._check_for_index(graph, ctx)
         with self._operation(ctx, lock=True):
             index = self._indexing()
-            read = None if index is None else index.index_read(ctx)
+            read, indexed = None, graph
+            if index is not None:
+                # A RESTART clears every state: the instance may start over as another graph's.
+                if action == TaskAction.RESTART:
+                    read = index.index_read(ctx)
+                else:
+                    read, indexed = self._indexed_read(index, graph, ctx)
             if read is not None and _closed_to(read, action):
                 if check_waiting:
                     return False
@@ -581,7 +618,7 @@ class WorkflowExecutor:
             if keep is not None:
                 keep(ctx)
             if index is not None and read is not None:
-                self._index_end(index, graph, ctx, read, **_lineage_of(node, action, passed))
+                self._index_end(index, indexed, ctx, read, **_lineage_of(node, action, passed))
             if self.recorder is not None:
                 record = self._record(graph, node, action, ctx, message, current)
                 self.recorder.record(ctx, record)
@@ -810,12 +847,34 @@ def _lineage_of(node: Node, action: TaskAction, passed: list[Node]) -> dict[str,
     return {"submitted": node, "action": action}
 
 
-def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
-    """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
-    its stored index names another, or (not yet indexed) none of its states is ``graph``'s."""
+def _called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
+    """The ids of the graphs ``root`` calls as sub-graphs (``task: "#id"``), at any depth."""
+    found: set[str] = set()
+    pending = [root]
+    while pending:
+        for node in pending.pop().nodes.values():
+            task = node.task
+            if isinstance(task, str) and task.startswith("#") and task[1:] not in found:
+                called = engine.get_graph(task[1:])
+                if called is not None:
+                    found.add(called.id)
+                    pending.append(called)
+    return found
+
+
+def _check_indexed_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
+    """Raise :class:`GraphMismatchError` when the instance's stored index names another
+    graph than ``graph``."""
     stored = read.stored
     if stored is not None and stored.graph_id and stored.graph_id != graph.id:
         raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
+
+
+def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
+    """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
+    its stored index names another, or (not yet indexed) none of its states is ``graph``'s."""
+    _check_indexed_graph(graph, instance_id, read)
+    stored = read.stored
     prefix = f"{graph.id}:"
     if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
         raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])

@@ -19,18 +19,22 @@ from flow.errors import GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.workflow import (
     ActorStateController,
     ConcurrentSubmitError,
+    GraphMismatchError,
     IndexUnavailableError,
     InstanceClosedError,
     InstanceStatus,
     SendBackError,
     TaskAction,
     TaskState,
+    WorkflowExecutor,
 )
 from flow_sqla import FlowTables, RepositoryError, migrations, reindex
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
+    CALLS_SUB_GRAPH,
     JUMP_TO_GATEWAY,
+    SUB_GRAPH_REVIEW,
     SWITCH_A,
     SWITCH_B,
     check_invariants,
@@ -1465,3 +1469,172 @@ def test_an_instance_driven_on_through_another_graph_keeps_no_todo_row_of_the_ol
         ("switch-b", "t")
     ]
     assert ex.inbox(hr, graph_id="switch-a") == []
+
+
+_OTHER_GRAPH = {
+    "claim_task": lambda ex, c: ex.claim_task("par", c),
+    "find_task": lambda ex, c: ex.find_task("par", c),
+    "find_next_tasks": lambda ex, c: ex.find_next_tasks("par", c),
+    "submit_task_at": lambda ex, c: ex.submit_task_at("par", "draft", TaskAction.FORWARD, c),
+}
+
+
+def _apply(ex: WorkflowExecutor, instance_id: str, conn: sa.Connection | None = None) -> None:
+    """Alice's approval of a new ``excl`` instance (the manager's task opens)."""
+    c = FlowContext.of(instance_id, {"actor": "alice", "amount": 1}, connection=conn)
+    assert ex.submit_task_if_waiting(ex.claim_task("excl", c), TaskAction.FORWARD, c)
+
+
+@pytest.mark.parametrize("operation", sorted(_OTHER_GRAPH))
+@pytest.mark.parametrize("caller_transaction", [False, True], ids=["own", "caller"])
+def test_an_operation_naming_another_graph_leaves_the_instance_and_its_inbox_rows(
+    db: sa.Engine, operation: str, caller_transaction: bool
+) -> None:
+    """The instance runs ``excl``; a claim, find or submit naming ``par`` raises
+    GraphMismatchError and writes nothing — in its own unit of work or in the caller's
+    transaction, which stays usable (its own row commits)."""
+    ex = sql_workflow(db, flow_engine(), state_controller=controller())
+    _apply(ex, "x-1")
+    before = (_rows(db), _index_rows(db), raw_row(db, "x-1"))
+    alice = {"actor": "alice", "amount": 1}
+    if caller_transaction:
+        with db.begin() as conn:
+            with pytest.raises(GraphMismatchError, match="'x-1' runs graph 'excl'"):
+                _OTHER_GRAPH[operation](ex, FlowContext.of("x-1", alice, connection=conn))
+            _apply(ex, "x-2", conn)
+        assert ex.status("x-2") == InstanceStatus.RUNNING
+    else:
+        with pytest.raises(GraphMismatchError, match="'x-1' runs graph 'excl'"):
+            _OTHER_GRAPH[operation](ex, FlowContext.of("x-1", alice))
+    assert raw_row(db, "x-1") == before[2]
+    assert [r for r in _index_rows(db) if r[0] == "x-1"] == [r for r in before[1] if r[0] == "x-1"]
+    boss = FlowContext.of(None, {"role": "boss"})
+    assert [(t.instance_id, t.graph_id, t.node_id) for t in ex.inbox(boss)][:1] == [
+        ("x-1", "excl", "manager")
+    ]
+
+
+def test_an_instance_started_over_as_another_graph_stays_on_it_through_a_full_reindex(
+    db: sa.Engine,
+) -> None:
+    """A RESTART naming another graph starts the instance over as that graph's: the row's
+    graph document follows, so a full reindex (which takes the graph from it) does not walk
+    the old graph over the new one's states and re-open the old graph's task."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SWITCH_A))
+    engine.load(Graph.from_text(SWITCH_B))
+    hr_controller = ActorStateController("actor", "role")
+    ex = sql_workflow(db, engine, state_controller=hr_controller)
+
+    def hr() -> FlowContext:
+        return FlowContext.of("sw-r", {"role": "hr"})
+
+    ex.claim_task("switch-a", hr())
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, hr())
+    task = ex.claim_task("switch-b", hr())
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, hr())
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-r")] == [("switch-b", "u")]
+    row = raw_row(db, "sw-r")
+    assert row is not None and row["graph"]["id"] == "switch-b"
+    assert reindex(db, engine, state_controller=hr_controller, everything=True) == 1
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-r")] == [("switch-b", "u")]
+
+
+def _switch_executor(db: sa.Engine, *, index: bool = True) -> WorkflowExecutor:
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SWITCH_A))
+    engine.load(Graph.from_text(SWITCH_B))
+    return sql_workflow(
+        db, engine, state_controller=ActorStateController("actor", "role"), index=index
+    )
+
+
+def _hr(instance_id: str) -> FlowContext:
+    return FlowContext.of(instance_id, {"role": "hr"})
+
+
+def test_a_restart_as_another_graph_of_an_instance_with_no_state_left_moves_it(
+    db: sa.Engine,
+) -> None:
+    """The states are empty already (an earlier RESTART): the RESTART naming another graph
+    still changes the instance's graph, as in memory."""
+    ex = _switch_executor(db)
+    ex.claim_task("switch-a", _hr("sw-e"))
+    ex.submit_task_at("switch-a", "t", TaskAction.RESTART, _hr("sw-e"))
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, _hr("sw-e"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-e")] == [("switch-b", "t")]
+    assert ex.claim_task("switch-b", _hr("sw-e")) is not None
+    row = raw_row(db, "sw-e")
+    assert row is not None and row["graph"]["id"] == "switch-b"
+
+
+def test_a_restart_as_another_graph_of_a_row_never_indexed_survives_a_full_reindex(
+    db: sa.Engine,
+) -> None:
+    """Written with ``index=False`` (or by the Go plugin), the row has no stored graph id: the
+    RESTART still writes the new graph's document, which a reindex then reads."""
+    _switch_executor(db, index=False).claim_task("switch-a", _hr("sw-n"))
+    ex = _switch_executor(db)
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, _hr("sw-n"))
+    task = ex.claim_task("switch-b", _hr("sw-n"))
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, _hr("sw-n"))
+    engine = ex.engine
+    reindex(db, engine, state_controller=ActorStateController("actor", "role"), everything=True)
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-n")] == [("switch-b", "u")]
+
+
+_CALLS_SUB = """
+id: calls
+layout:
+  - {id: s, type: start, link: call}
+  - {id: call, task: "#sub", link: t}
+  - {id: t, meta: {role: hr}, link: e}
+  - {id: e, type: end}
+"""
+_SUB = """
+id: sub
+layout:
+  - {id: s, type: start, link: y}
+  - {id: y, task: "v = 1", link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_row_never_indexed_holding_only_a_sub_graph_s_states_is_not_taken_for_another_graph(
+    db: sa.Engine,
+) -> None:
+    """Before it is indexed, an instance is not judged by its state keys: after a BACK the
+    row of graph ``calls`` holds only ``sub:`` states, and claims of ``calls`` still work."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_CALLS_SUB))
+    engine.load(Graph.from_text(_SUB))
+    controller = ActorStateController("actor", "role")
+    old = sql_workflow(db, engine, state_controller=controller, index=False)
+    old.claim_task("calls", _hr("sub-1"))
+    old.submit_task_at("calls", "t", TaskAction.BACK, _hr("sub-1"))
+    row = raw_row(db, "sub-1")
+    assert row is not None and list(row["states"]) == ["sub:y"]
+    ex = sql_workflow(db, engine, state_controller=controller)
+    task = ex.claim_task("calls", _hr("sub-1"))
+    assert task is not None and task.node.id == "t"
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sub-1")] == [("calls", "t")]
+
+
+def test_a_sub_graph_s_task_claimed_on_its_own_id_keeps_the_instance_on_its_root_graph(
+    db: sa.Engine,
+) -> None:
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SUB_GRAPH_REVIEW))
+    engine.load(Graph.from_text(CALLS_SUB_GRAPH))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController())
+    applicant = FlowContext.of("m-1", {"actor": "applicant"})
+    reviewer = FlowContext.of("m-1", {"actor": "reviewer"})
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, applicant)
+    check = ex.claim_task("review", reviewer)
+    assert check is not None and ex.submit_task_if_waiting(check, TaskAction.FORWARD, reviewer)
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("m-1", "main")]
+    done = ex.claim_task("main", applicant)
+    assert done is not None and done.node.id == "done"
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m-1")] == [("main", "done")]
+    row = raw_row(db, "m-1")
+    assert row is not None and row["graph"]["id"] == "main"

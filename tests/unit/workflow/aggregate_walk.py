@@ -58,8 +58,8 @@ layout:
   - {id: e, type: end}
 """
 
-#: Two graphs with a task of the same node id and candidate: an instance may be driven on
-#: through another graph (claims and submits name the graph).
+#: Two graphs with a task of the same node id and candidate: a RESTART naming the other
+#: graph starts an instance over as that graph's (any other operation naming it is refused).
 SWITCH_A = """
 id: switch-a
 layout:
@@ -67,6 +67,26 @@ layout:
   - {id: t, meta: {role: hr}, link: e}
   - {id: e, type: end}
 """
+#: A sub-graph with a human task, and a root graph calling it: the reference claims the
+#: sub-graph's task on the sub-graph's own id (WorkflowMultiGraphMultiRoleTest).
+SUB_GRAPH_REVIEW = """
+id: review
+layout:
+  - {id: s, type: start}
+  - {id: check, meta: {actor: reviewer}}
+  - {id: e, type: end}
+"""
+
+CALLS_SUB_GRAPH = """
+id: main
+layout:
+  - {id: start, type: start}
+  - {id: apply, meta: {actor: applicant}}
+  - {id: call, task: "#review"}
+  - {id: done, meta: {actor: applicant}}
+  - {id: end, type: end}
+"""
+
 SWITCH_B = """
 id: switch-b
 layout:

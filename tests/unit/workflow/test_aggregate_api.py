@@ -4,10 +4,19 @@ withdraw, send-back and their errors (aggregate.md §1-§5)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aggregate_walk import JUMP_TO_GATEWAY, SWITCH_A, SWITCH_B, controller, flow_engine
+from aggregate_walk import (
+    CALLS_SUB_GRAPH,
+    JUMP_TO_GATEWAY,
+    SUB_GRAPH_REVIEW,
+    SWITCH_A,
+    SWITCH_B,
+    controller,
+    flow_engine,
+)
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
@@ -18,6 +27,7 @@ from flow.workflow import (
     BlockStateController,
     GraphMismatchError,
     IndexUnavailableError,
+    InMemoryStateRepository,
     InstanceClosedError,
     InstanceStatus,
     InvalidArgumentTypeError,
@@ -25,6 +35,7 @@ from flow.workflow import (
     InvalidQueryError,
     NotBlockStateController,
     SendBackError,
+    Task,
     TaskAction,
     TaskState,
     WorkflowExecutor,
@@ -491,6 +502,51 @@ def test_withdraw_or_send_back_naming_another_graph_is_refused(ex: WorkflowExecu
     assert [t.node_id for t in ex.open_tasks("g-1")] == ["manager"]
 
 
+_OTHER_GRAPH_OPERATIONS: dict[str, Callable[[WorkflowExecutor, FlowContext, Task], object]] = {
+    "claim_task": lambda ex, c, task: ex.claim_task("par", c),
+    "find_task": lambda ex, c, task: ex.find_task("par", c),
+    "find_next_tasks": lambda ex, c, task: ex.find_next_tasks("par", c),
+    "submit_task_at": lambda ex, c, task: ex.submit_task_at("par", "draft", TaskAction.FORWARD, c),
+    "submit_task_if_waiting": lambda ex, c, task: ex.submit_task_if_waiting(
+        task, TaskAction.FORWARD, c
+    ),
+    "submit_task": lambda ex, c, task: ex.submit_task(task, TaskAction.FORWARD, c),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_OTHER_GRAPH_OPERATIONS))
+def test_an_operation_naming_another_graph_is_refused_with_nothing_changed(
+    ex: WorkflowExecutor, recorder: ListRecorder, operation: str
+) -> None:
+    """The instance runs ``excl``: a claim, find or submit naming ``par`` would rewrite its
+    open tasks for ``par`` (its manager task gone from the boss's inbox) and merge the two
+    graphs' states in one instance."""
+    _approve(ex, "g-2", actor="alice")
+    par_task = ex.claim_task("par", _ctx("g-fresh", actor="alice"))  # a WAITING task of par
+    assert par_task is not None
+    repository = ex.state_repository
+    assert isinstance(repository, InMemoryStateRepository)
+    before = (repository.states("g-2"), ex.open_tasks("g-2"), ex.status("g-2"))
+    records = list(recorder.records)
+    with pytest.raises(GraphMismatchError, match="'g-2' runs graph 'excl', not graph 'par'"):
+        _OTHER_GRAPH_OPERATIONS[operation](ex, _ctx("g-2", actor="alice"), par_task)
+    assert (repository.states("g-2"), ex.open_tasks("g-2"), ex.status("g-2")) == before
+    assert recorder.records == records
+    boss = [(t.instance_id, t.node_id) for t in ex.inbox(_ctx(None, role="boss"))]
+    assert boss == [("g-2", "manager")]
+
+
+def test_a_restart_naming_another_graph_starts_the_instance_over_as_that_graph_s(
+    ex: WorkflowExecutor,
+) -> None:
+    _approve(ex, "g-3", actor="alice")
+    ex.submit_task_at("par", "draft", TaskAction.RESTART, _ctx("g-3", actor="alice"))
+    ex.claim_task("par", _ctx("g-3", actor="alice"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("g-3")] == [("par", "draft")]
+    with pytest.raises(GraphMismatchError):
+        ex.claim_task("excl", _ctx("g-3", actor="alice"))
+
+
 LINEAR = """
 id: lin
 layout:
@@ -633,3 +689,28 @@ def test_a_task_of_the_graph_an_instance_was_driven_on_through_sorts_as_newly_op
         ("sw-y", "switch-a"),
         ("sw-x", "switch-b"),
     ]
+
+
+def test_a_sub_graph_s_task_claimed_on_its_own_id_leaves_the_instance_on_its_root_graph(
+    engine: FlowEngine,
+) -> None:
+    """The reference claims a sub-graph's task on the sub-graph's id; the instance still runs
+    its root graph — its index is the root graph's throughout, and an unrelated graph is
+    still refused."""
+    load(engine, SUB_GRAPH_REVIEW)
+    load(engine, CALLS_SUB_GRAPH)
+    load(engine, LINEAR)
+    ex = WorkflowExecutor(engine, ActorStateController())
+    applicant = FlowContext.of("m1", {"actor": "applicant"})
+    reviewer = FlowContext.of("m1", {"actor": "reviewer"})
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, applicant)
+    check = ex.claim_task("review", reviewer)
+    assert check is not None and check.node.id == "check"
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("m1", "main")]
+    ex.submit_task(check, TaskAction.FORWARD, reviewer)
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("m1", "main")]
+    with pytest.raises(GraphMismatchError, match="'m1' runs graph 'main', not graph 'lin'"):
+        ex.claim_task("lin", applicant)
+    done = ex.claim_task("main", applicant)
+    assert done is not None and done.node.id == "done"
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m1")] == [("main", "done")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aggregate_walk import CALLS_SUB_GRAPH, SUB_GRAPH_REVIEW
 from wf_support import load
 
 from flow import FlowContext, FlowEngine, MapContainer, Node, SimpleFlowDriver
@@ -170,28 +171,8 @@ def test_a_sub_graph_review_is_claimed_on_the_sub_graph_and_then_the_main_flow_c
     """Like WorkflowMultiGraphMultiRoleTest: a key-less activity runs ``#review`` as a
     sub-graph; the sub-graph's task is claimed on the sub-graph's own id."""
     engine = FlowEngine()
-    load(
-        engine,
-        """
-        id: review
-        layout:
-          - {id: s, type: start}
-          - {id: check, meta: {actor: reviewer}}
-          - {id: e, type: end}
-        """,
-    )
-    load(
-        engine,
-        """
-        id: main
-        layout:
-          - {id: start, type: start}
-          - {id: apply, meta: {actor: applicant}}
-          - {id: call, task: "#review"}
-          - {id: done, meta: {actor: applicant}}
-          - {id: end, type: end}
-        """,
-    )
+    load(engine, SUB_GRAPH_REVIEW)
+    load(engine, CALLS_SUB_GRAPH)
     wf = WorkflowExecutor(engine, ActorStateController())
     applicant = FlowContext.of("m1", {"actor": "applicant"})
     reviewer = FlowContext.of("m1", {"actor": "reviewer"})
