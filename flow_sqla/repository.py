@@ -189,10 +189,11 @@ class _Operation:
             return False
         return all(code == _WAITING or before.get(key) == code for key, code in self.states.items())
 
-    def note_graph(self, ctx: FlowContext, node: Node) -> None:
+    def note_graph(self, ctx: FlowContext, node: Node | None) -> None:
+        """The operation's graph: the executor's root graph, else ``node``'s."""
         if self.graph is None:
             root = getattr(ctx.data.get(_INTENT_KEY), "root_graph", None)
-            self.graph = root if isinstance(root, Graph) else node.graph
+            self.graph = root if isinstance(root, Graph) else None if node is None else node.graph
 
 
 @dataclass(frozen=True, slots=True)
@@ -934,20 +935,16 @@ class SqlStateRepository:
         self._vars.check(op.instance_id, ctx.data)
         op.states.clear()
         op.cleared = True
-        if op.graph is None:  # the submit's graph, for the graph document (see _flush)
-            root = getattr(ctx.data.get(_INTENT_KEY), "root_graph", None)
-            if isinstance(root, Graph):
-                self._graphs.check(root)
-                op.graph = root
+        self._note_graph(ctx, op, None)  # the submit's graph, for the graph document (_flush)
 
-    def _note_graph(self, ctx: FlowContext, op: _Operation, node: Node) -> None:
+    def _note_graph(self, ctx: FlowContext, op: _Operation, node: Node | None) -> None:
         """Remember the operation's graph; the first time a graph is used, check that the
         history table can hold its ids (:class:`UnstorableGraphError` before any write)."""
         if op.graph is None:
             op.note_graph(ctx, node)
             if op.graph is not None:
                 self._graphs.check(op.graph)
-        if node.graph is not op.graph:  # a node of a called sub-graph
+        if node is not None and node.graph is not op.graph:  # a node of a called sub-graph
             self._graphs.check(node.graph)
 
     # -- the task index (SupportsTaskIndex; used when ``index=True``) -------------------

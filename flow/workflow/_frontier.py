@@ -229,7 +229,7 @@ def claimed_only(
     tasks becoming WAITING (a claim): the frontier is then unchanged, no walk is needed.
     ``None`` when anything else changed."""
     stored = read.stored
-    if stored is None or stored.graph_id != graph.id:
+    if stored is None:
         return None
     before = read.states
     prefix = f"{graph.id}:"

@@ -494,7 +494,8 @@ class WorkflowExecutor:
             # Nothing changed — also for an instance not indexed yet: a read does not index
             # it (its walk ran on the caller's variables, which a read does not store).
             return
-        fresh = None if vars_changed else claimed_only(graph, read, states)
+        # A claim on the stored graph leaves its frontier as it was; anything else walks.
+        fresh = None if vars_changed or not same_graph else claimed_only(graph, read, states)
         if fresh is None:
             fresh = build_index(
                 self,
@@ -862,19 +863,12 @@ def _called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
     return found
 
 
-def _check_indexed_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
-    """Raise :class:`GraphMismatchError` when the instance's stored index names another
-    graph than ``graph``."""
-    stored = read.stored
-    if stored is not None and stored.graph_id and stored.graph_id != graph.id:
-        raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
-
-
 def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
     """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
     its stored index names another, or (not yet indexed) none of its states is ``graph``'s."""
-    _check_indexed_graph(graph, instance_id, read)
     stored = read.stored
+    if stored is not None and stored.graph_id and stored.graph_id != graph.id:
+        raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
     prefix = f"{graph.id}:"
     if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
         raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])
