@@ -70,10 +70,11 @@ def reindex(
     that ``update_time`` (the row holds no better clock; lineages start empty).
 
     The graph of a row is the engine's graph with the stored graph's id (else the one in its
-    state keys), else the stored graph itself. A row that cannot be indexed — no graph
-    (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored graph that does not
-    load (``GraphDefinitionError``), a walk that fails — raises its typed error naming the
-    instance; its batch is rolled back and the batches before it stay indexed. With
+    state keys; of a sub-graph's keys, the loaded graph calling it), else the stored graph
+    itself. A row that cannot be indexed — no graph (``GraphNotFoundError``), a malformed row
+    (``SnapshotError``), a stored graph that does not load (``GraphDefinitionError``), states
+    of another graph only (``GraphMismatchError``), a walk that fails — raises its typed error
+    naming the instance; its batch is rolled back and the batches before it stay indexed. With
     ``on_bad_row(instance_id, error)`` such a row is reported instead and left unindexed
     (each row is then indexed inside a savepoint, which a bad row rolls back), and the batch
     goes on. A lock conflict (``ConcurrentSubmitError``) or a database error

@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from flow.context import FlowContext
+from flow.driver import SimpleFlowDriver, names_nothing
 from flow.node_type import NodeType
-from flow.workflow._intent import INTENT_KEY, IntentType
+from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._overlay import OverlayRepository
 from flow.workflow.aggregate import (
     LINEAGE_LIMIT,
@@ -66,6 +67,37 @@ class _FrontierDriver(WorkflowDriver):
         super().on_node_end(exchanger, node)
         if node.type == NodeType.END and node.graph is self.root:
             self.reached_end = True
+
+    def _dry_auto(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        """A node calling a sub-graph that has not completed: walk the sub-graph (dry, as
+        the rest). The call completes when that walk reaches the sub-graph's END — as a real
+        walk's would — and the walk goes on to the tasks after it; else the branch ends
+        there. (A dry walk that passed the call as if completed would list the tasks after
+        it while the sub-graph still runs; one that stopped at it would list none once the
+        sub-graph is done, until a claim on the root graph completed the call.)"""
+        if not self._calls_sub_graph(node):
+            super()._dry_auto(exchanger, intent, node, state)
+            return
+        self.post_handle_task(exchanger, node)
+        ctx = exchanger.context
+        if exchanger.is_stopped or exchanger.is_interrupted:
+            intent.found(node, TaskState.WAITING, ctx)
+        else:
+            intent.found(node, TaskState.COMPLETED, ctx)
+            self.repository.state_put(ctx, node, TaskState.COMPLETED)
+
+    def _calls_sub_graph(self, node: Node) -> bool:
+        """Whether a real walk runs a sub-graph at ``node`` (``task: "#id"`` under the
+        standard driver; a driver of the application's own may run anything there)."""
+        task = node.task
+        return (
+            isinstance(task, str)
+            and task.startswith("#")
+            and not names_nothing(task)
+            and type(self.driver).post_handle_task is SimpleFlowDriver.post_handle_task
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,7 @@ from flow.workflow._frontier import build_index, claimed_only
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
+from flow.workflow._root_graph import called_graphs, root_by_states
 from flow.workflow._send_back import send_back_target
 from flow.workflow.aggregate import (
     IndexRead,
@@ -382,13 +383,17 @@ class WorkflowExecutor:
 
         ``as_of`` (naive UTC; default now) is when the stored states were reached — the time
         a closed instance finished and its open tasks opened, as far as the index can tell.
-        Only the index changes: the instance's updater and update time stay as they were."""
+        Only the index changes: the instance's updater and update time stay as they were.
+        Named a sub-graph of the graph the stored states belong to, it indexes that graph;
+        states of another graph only raise :class:`GraphMismatchError`, nothing written."""
         root = self._graph(graph)
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):
             read = index.index_read(ctx)
             if not read.stored_before or (unindexed_only and read.stored is not None):
                 return False
+            # Named a sub-graph of the graph the states belong to: that graph's aggregate.
+            root = root_by_states(self.engine, root, ctx.instance_id, read.states)
             # The gateways are evaluated with the variables of the locked row, not ctx's: a
             # reindex stores none.
             stored = getattr(self.state_repository, "stored_variables", None)
@@ -420,14 +425,18 @@ class WorkflowExecutor:
         graphs' states in one row — so it raises :class:`GraphMismatchError`, nothing
         written, as withdraw and send-back do. (Only a RESTART, which clears every state,
         may start the instance over as another graph's.) An instance not indexed yet — the
-        Go plugin's, or written with ``index=False`` — is not judged by its state keys: a
-        root graph's row may hold only a sub-graph's states."""
+        Go plugin's, or written with ``index=False`` — is judged by its state keys
+        (:func:`root_by_states`)."""
         read = index.index_read(ctx)
         stored = read.stored
-        if stored is None or not stored.graph_id or stored.graph_id == graph.id:
+        if stored is None:
+            if not read.states:
+                return read, graph
+            return read, root_by_states(self.engine, graph, ctx.instance_id, read.states)
+        if not stored.graph_id or stored.graph_id == graph.id:
             return read, graph
         root = self.engine.get_graph(stored.graph_id)
-        if root is not None and graph.id in _called_graphs(self.engine, root):
+        if root is not None and graph.id in called_graphs(self.engine, root):
             return read, root
         raise GraphMismatchError(ctx.instance_id, graph.id, stored.graph_id)
 
@@ -464,7 +473,7 @@ class WorkflowExecutor:
         """What the unit of work read and the instance's aggregate, when it is RUNNING (the
         instances withdraw and send-back act on); ``None`` for an unknown or closed one."""
         read = index.index_read(ctx)
-        _check_graph(graph, ctx.instance_id, read)
+        _check_graph(self.engine, graph, ctx.instance_id, read)
         current = self._current_index(graph, ctx, read)
         if current is None or current.status != InstanceStatus.RUNNING:
             return None
@@ -848,30 +857,17 @@ def _lineage_of(node: Node, action: TaskAction, passed: list[Node]) -> dict[str,
     return {"submitted": node, "action": action}
 
 
-def _called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
-    """The ids of the graphs ``root`` calls as sub-graphs (``task: "#id"``), at any depth."""
-    found: set[str] = set()
-    pending = [root]
-    while pending:
-        for node in pending.pop().nodes.values():
-            task = node.task
-            if isinstance(task, str) and task.startswith("#") and task[1:] not in found:
-                called = engine.get_graph(task[1:])
-                if called is not None:
-                    found.add(called.id)
-                    pending.append(called)
-    return found
-
-
-def _check_graph(graph: Graph, instance_id: str, read: IndexRead) -> None:
+def _check_graph(engine: FlowEngine, graph: Graph, instance_id: str, read: IndexRead) -> None:
     """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
-    its stored index names another, or (not yet indexed) none of its states is ``graph``'s."""
+    its stored index names another, or (not yet indexed) its states are another graph's —
+    also a graph that calls ``graph``: withdraw and send-back act on the root graph."""
     stored = read.stored
     if stored is not None and stored.graph_id and stored.graph_id != graph.id:
         raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
-    prefix = f"{graph.id}:"
-    if stored is None and read.states and not any(k.startswith(prefix) for k in read.states):
-        raise GraphMismatchError(instance_id, graph.id, next(iter(read.states)).split(":")[0])
+    if stored is None and read.states:
+        root = root_by_states(engine, graph, instance_id, read.states)
+        if root is not graph:
+            raise GraphMismatchError(instance_id, graph.id, root.id)
 
 
 def _with_assignee(record: TaskRecord, assignee: str) -> TaskRecord:

@@ -23,6 +23,7 @@ from flow.workflow import (
     IndexUnavailableError,
     InstanceClosedError,
     InstanceStatus,
+    OpenTask,
     SendBackError,
     TaskAction,
     TaskState,
@@ -1638,3 +1639,146 @@ def test_a_sub_graph_s_task_claimed_on_its_own_id_keeps_the_instance_on_its_root
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m-1")] == [("main", "done")]
     row = raw_row(db, "m-1")
     assert row is not None and row["graph"]["id"] == "main"
+
+
+# -- a row never indexed: its state keys tell which graph it runs ------------------------------
+_SWITCH_B_OPERATIONS = {
+    "claim_task": lambda ex, c: ex.claim_task("switch-b", c),
+    "find_task": lambda ex, c: ex.find_task("switch-b", c),
+    "find_next_tasks": lambda ex, c: ex.find_next_tasks("switch-b", c),
+    "submit_task_at": lambda ex, c: ex.submit_task_at("switch-b", "t", TaskAction.FORWARD, c),
+    "reindex": lambda ex, c: ex.reindex("switch-b", c),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_SWITCH_B_OPERATIONS))
+def test_an_operation_naming_another_graph_on_a_row_never_indexed_merges_nothing(
+    db: sa.Engine, operation: str
+) -> None:
+    """The row (written with ``index=False``, as by the Go plugin) holds ``switch-a``'s
+    states only: an operation naming ``switch-b`` raises GraphMismatchError naming
+    ``switch-a`` and writes nothing — it would have put ``switch-b``'s states into the row and
+    indexed the instance under ``switch-b``. The instance then goes on as ``switch-a``'s."""
+    _switch_executor(db, index=False).claim_task("switch-a", _hr("sw-x"))
+    before = (_rows(db), _index_rows(db), raw_row(db, "sw-x"))
+    ex = _switch_executor(db)
+    with pytest.raises(GraphMismatchError, match="'sw-x' runs graph 'switch-a', not graph 'swi"):
+        _SWITCH_B_OPERATIONS[operation](ex, _hr("sw-x"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "sw-x")) == before
+    task = ex.claim_task("switch-a", _hr("sw-x"))
+    assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, _hr("sw-x"))
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("sw-x", "switch-a")]
+
+
+def test_a_row_never_indexed_holding_two_graphs_states_goes_on_as_the_graph_named(
+    db: sa.Engine,
+) -> None:
+    """Without the index the reference lets one instance id hold two graphs' states: such a
+    row is not refused — the operation goes on as the graph named, which then is the
+    instance's (the other graph's states stay in the row, as without the index)."""
+    old = _switch_executor(db, index=False)
+    old.claim_task("switch-a", _hr("sw-2"))
+    old.claim_task("switch-b", _hr("sw-2"))
+    ex = _switch_executor(db)
+    task = ex.claim_task("switch-b", _hr("sw-2"))
+    assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, _hr("sw-2"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-2")] == [("switch-b", "u")]
+    with pytest.raises(GraphMismatchError, match="runs graph 'switch-b'"):
+        ex.claim_task("switch-a", _hr("sw-2"))
+
+
+def _main_and_review(db: sa.Engine, *, index: bool = True) -> WorkflowExecutor:
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SUB_GRAPH_REVIEW))
+    engine.load(Graph.from_text(CALLS_SUB_GRAPH))
+    return sql_workflow(db, engine, state_controller=ActorStateController(), index=index)
+
+
+def _applicant(instance_id: str) -> FlowContext:
+    return FlowContext.of(instance_id, {"actor": "applicant"})
+
+
+def _reviewer(instance_id: str) -> FlowContext:
+    return FlowContext.of(instance_id, {"actor": "reviewer"})
+
+
+def test_a_sub_graph_s_task_claimed_on_a_row_never_indexed_indexes_its_root_graph(
+    db: sa.Engine,
+) -> None:
+    """The row holds ``main``'s states; a claim naming the sub-graph ``review`` it calls
+    indexes the instance under ``main`` — under ``review`` it would have left every inbox
+    and refused the applicant's next claim on ``main``."""
+    _main_and_review(db, index=False).submit_task_at(
+        "main", "apply", TaskAction.FORWARD, _applicant("m-2")
+    )
+    ex = _main_and_review(db)
+    check = ex.claim_task("review", _reviewer("m-2"))
+    assert check is not None and check.node.id == "check"
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("m-2", "main")]
+    assert ex.submit_task_if_waiting(check, TaskAction.FORWARD, _reviewer("m-2"))
+    done = ex.claim_task("main", _applicant("m-2"))
+    assert done is not None and done.node.id == "done"
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m-2")] == [("main", "done")]
+
+
+def test_a_reindex_of_one_instance_naming_a_sub_graph_indexes_its_root_graph(
+    db: sa.Engine,
+) -> None:
+    old = _main_and_review(db, index=False)
+    old.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("m-3"))
+    ex = _main_and_review(db)
+    assert ex.reindex("review", FlowContext.of("m-3"))
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("m-3", "main")]
+    check = ex.claim_task("review", _reviewer("m-3"))
+    assert check is not None and ex.submit_task_if_waiting(
+        check, TaskAction.FORWARD, _reviewer("m-3")
+    )
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m-3")] == [("main", "done")]
+
+
+def test_withdraw_of_a_row_never_indexed_holding_only_a_sub_graph_s_states_withdraws_it(
+    db: sa.Engine,
+) -> None:
+    """After a BACK the row of graph ``calls`` holds only ``sub:`` states: a withdraw naming
+    ``calls`` withdraws the instance (it was refused as running ``sub``)."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_CALLS_SUB))
+    engine.load(Graph.from_text(_SUB))
+    hr_controller = ActorStateController("actor", "role")
+    old = sql_workflow(db, engine, state_controller=hr_controller, index=False)
+    old.claim_task("calls", _hr("sub-2"))
+    old.submit_task_at("calls", "t", TaskAction.BACK, _hr("sub-2"))
+    ex = sql_workflow(db, engine, state_controller=hr_controller)
+    assert ex.withdraw("calls", _hr("sub-2"))
+    assert ex.status("sub-2") == InstanceStatus.WITHDRAWN
+
+
+@pytest.mark.parametrize("operation", ["withdraw", "send_back"])
+def test_withdraw_or_send_back_naming_a_sub_graph_of_a_row_never_indexed_names_the_root(
+    db: sa.Engine, operation: str
+) -> None:
+    """The row holds ``main``'s and its sub-graph ``review``'s states: naming ``review``
+    raises GraphMismatchError naming ``main``, nothing written (a withdraw went on as
+    ``review``'s: the instance indexed under it, WITHDRAWN, ``main``'s state left open)."""
+    old = _main_and_review(db, index=False)
+    old.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("m-4"))
+    old.claim_task("review", _reviewer("m-4"))
+    before = (_rows(db), _index_rows(db), raw_row(db, "m-4"))
+    ex = _main_and_review(db)
+    with pytest.raises(GraphMismatchError, match="'m-4' runs graph 'main', not graph 'review'"):
+        if operation == "withdraw":
+            ex.withdraw("review", _reviewer("m-4"))
+        else:
+            task = OpenTask(
+                instance_id="m-4",
+                graph_id="review",
+                node_id="check",
+                node_title="check",
+                state=TaskState.WAITING,
+                candidates=("reviewer",),
+                lineage=("apply",),
+                opened_at=datetime(2026, 1, 1),
+                cursor=0,
+            )
+            ex.send_back(task, _reviewer("m-4"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "m-4")) == before

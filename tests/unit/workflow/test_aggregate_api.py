@@ -714,3 +714,53 @@ def test_a_sub_graph_s_task_claimed_on_its_own_id_leaves_the_instance_on_its_roo
     done = ex.claim_task("main", applicant)
     assert done is not None and done.node.id == "done"
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m1")] == [("main", "done")]
+
+
+_SUB_GRAPH_IN_TWO_STEPS = """
+id: review2
+layout:
+  - {id: s, type: start}
+  - {id: check, meta: {actor: reviewer}}
+  - {id: sign, meta: {actor: signer}}
+  - {id: e, type: end}
+"""
+_CALLS_TWO_STEPS = """
+id: main2
+layout:
+  - {id: start, type: start}
+  - {id: apply, meta: {actor: applicant}}
+  - {id: call, task: "#review2"}
+  - {id: done, meta: {actor: applicant}}
+  - {id: end, type: end}
+"""
+
+
+def test_the_task_after_a_sub_graph_opens_as_soon_as_the_sub_graph_ends(
+    engine: FlowEngine,
+) -> None:
+    """The sub-graph's last task submitted on the sub-graph's own id: the root graph's next
+    task is open at once — in the applicant's inbox, as a claim on the root graph would
+    return it — not only after someone claims on the root graph (the calling node stays
+    WAITING in the row until a walk of the root graph completes it). While the sub-graph
+    runs, the root graph has no open task of its own."""
+    load(engine, _SUB_GRAPH_IN_TWO_STEPS)
+    load(engine, _CALLS_TWO_STEPS)
+    ex = WorkflowExecutor(engine, ActorStateController())
+
+    def as_(actor: str) -> FlowContext:
+        return FlowContext.of("m2", {"actor": actor})
+
+    ex.submit_task_at("main2", "apply", TaskAction.FORWARD, as_("applicant"))
+    for actor in ("reviewer", "signer"):
+        assert ex.open_tasks("m2") == []
+        assert ex.inbox(as_("applicant")) == []
+        task = ex.claim_task("review2", as_(actor))
+        assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, as_(actor))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m2")] == [("main2", "done")]
+    assert [(t.instance_id, t.node_id) for t in ex.inbox(as_("applicant"))] == [("m2", "done")]
+    done = ex.claim_task("main2", as_("applicant"))
+    assert done is not None and ex.submit_task_if_waiting(
+        done, TaskAction.FORWARD, as_("applicant")
+    )
+    assert ex.status("m2") == InstanceStatus.COMPLETED
+    assert ex.open_tasks("m2") == []

@@ -1,0 +1,80 @@
+"""Which root graph an instance runs, for the task index.
+
+With the index an instance runs one root graph: its open tasks, status and inbox rows are
+that graph's. An operation may still name one of the sub-graphs the root graph calls
+(``task: "#id"``) — the reference claims a sub-graph's task on the sub-graph's own id — and
+the aggregate stays the root graph's. An indexed instance records its root graph; for one not
+indexed yet (written by the Go plugin, or with ``index=False``) the state keys
+(``graph:node``) are all there is to tell: they must belong to the graph named, to a graph
+calling it, or to their sub-graphs — else the operation would merge two instances' states
+into one row, and index the instance under the wrong graph: its tasks gone from every inbox,
+and every later operation naming its own graph refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from flow.workflow.errors import GraphMismatchError
+
+if TYPE_CHECKING:
+    from flow.engine import FlowEngine
+    from flow.graph import Graph
+
+
+def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
+    """The ids of the graphs ``root`` calls as sub-graphs (``task: "#id"``), at any depth."""
+    found: set[str] = set()
+    pending = [root]
+    while pending:
+        for node in pending.pop().nodes.values():
+            task = node.task
+            if isinstance(task, str) and task.startswith("#") and task[1:] not in found:
+                called = engine.get_graph(task[1:])
+                if called is not None:
+                    found.add(called.id)
+                    pending.append(called)
+    return found
+
+
+def root_by_states(
+    engine: FlowEngine, named: Graph, instance_id: str, state_keys: Iterable[str]
+) -> Graph:
+    """The root graph of an instance not indexed yet, judged by its state keys, for an
+    operation naming ``named``:
+
+    - ``named`` when every state is its own or one of its sub-graphs' (a root graph's row
+      may hold only a sub-graph's states);
+    - the loaded graph that calls ``named`` when the states are that graph's and its
+      sub-graphs' (the operation named one of its sub-graphs);
+    - ``named`` when some states are its own among others' (a row the reference let two
+      graphs share: the operation goes on, as it would without the index);
+    - else :class:`GraphMismatchError` naming the graph the states belong to: the operation
+      would merge its states into another instance's row."""
+    owners = list(dict.fromkeys(key.split(":", 1)[0] for key in state_keys))
+    own = {named.id} | called_graphs(engine, named)
+    foreign = [owner for owner in owners if owner not in own]
+    if not foreign:
+        return named
+    root = _covering(engine, foreign, owners)
+    if root is not None and named.id in called_graphs(engine, root):
+        return root
+    if len(foreign) < len(owners):
+        return named
+    raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
+
+
+def _covering(engine: FlowEngine, candidates: list[str], owners: list[str]) -> Graph | None:
+    """The first loaded graph among ``candidates`` whose own and sub-graphs' ids hold every
+    id of ``owners``."""
+    for graph_id in candidates:
+        graph = engine.get_graph(graph_id)
+        if graph is not None:
+            covered = {graph.id} | called_graphs(engine, graph)
+            if all(owner in covered for owner in owners):
+                return graph
+    return None
+
+
+__all__ = ["called_graphs", "root_by_states"]
