@@ -31,6 +31,7 @@ from flow.workflow.driver import WorkflowDriver
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
+    from flow.engine import FlowEngine
     from flow.exchanger import FlowExchanger
     from flow.graph import Graph, Node
     from flow.workflow.controllers import StateController
@@ -77,7 +78,7 @@ class _FrontierDriver(WorkflowDriver):
         there. (A dry walk that passed the call as if completed would list the tasks after
         it while the sub-graph still runs; one that stopped at it would list none once the
         sub-graph is done, until a claim on the root graph completed the call.)"""
-        if not self._calls_sub_graph(node):
+        if not self._calls_sub_graph(exchanger.engine, node):
             super()._dry_auto(exchanger, intent, node, state)
             return
         self.post_handle_task(exchanger, node)
@@ -88,15 +89,18 @@ class _FrontierDriver(WorkflowDriver):
             intent.found(node, TaskState.COMPLETED, ctx)
             self.repository.state_put(ctx, node, TaskState.COMPLETED)
 
-    def _calls_sub_graph(self, node: Node) -> bool:
-        """Whether a real walk runs a sub-graph at ``node`` (``task: "#id"`` under the
-        standard driver; a driver of the application's own may run anything there)."""
+    def _calls_sub_graph(self, engine: FlowEngine, node: Node) -> bool:
+        """Whether a real walk runs a sub-graph of ``engine`` at ``node`` (``task: "#id"``
+        under the standard driver; a driver of the application's own may run anything there).
+        A sub-graph the engine does not have is left to the real walks to report: the open
+        tasks of the other branches are still listed."""
         task = node.task
         return (
             isinstance(task, str)
             and task.startswith("#")
             and not names_nothing(task)
             and type(self.driver).post_handle_task is SimpleFlowDriver.post_handle_task
+            and engine.get_graph(task[1:]) is not None
         )
 
 
@@ -239,7 +243,9 @@ def _opened_lineage(
     before: Mapping[str, IndexedTask],
     passed: tuple[Node, ...] = (),
 ) -> tuple[str, ...]:
-    if submitted is None or action is None:
+    if submitted is None or action is None or submitted.graph is not node.graph:
+        # A lineage holds node ids of one graph: a task opened across a sub-graph's
+        # boundary starts a new one (send-back does not cross it).
         return ()
     source = before.get(submitted.id)
     base = source.lineage if source is not None else ()

@@ -46,35 +46,26 @@ def root_by_states(
 
     - ``named`` when every state is its own or one of its sub-graphs' (a root graph's row
       may hold only a sub-graph's states);
-    - the loaded graph that calls ``named`` when the states are that graph's and its
-      sub-graphs' (the operation named one of its sub-graphs);
-    - ``named`` when some states are its own among others' (a row the reference let two
-      graphs share: the operation goes on, as it would without the index);
+    - else the first graph among the states' that calls ``named`` (the operation named one of
+      its sub-graphs);
+    - else ``named`` when some states are its very own (a row the reference let two graphs
+      share: the operation goes on, as it would without the index);
     - else :class:`GraphMismatchError` naming the graph the states belong to: the operation
-      would merge its states into another instance's row."""
+      would merge its states into another instance's row. (States of a sub-graph that
+      ``named`` calls too do not make the row ``named``'s.)"""
     owners = list(dict.fromkeys(key.split(":", 1)[0] for key in state_keys))
     own = {named.id} | called_graphs(engine, named)
     foreign = [owner for owner in owners if owner not in own]
     if not foreign:
         return named
-    root = _covering(engine, foreign, owners)
-    if root is not None and named.id in called_graphs(engine, root):
-        return root
-    if len(foreign) < len(owners):
+    loaded = [graph for graph in map(engine.get_graph, foreign) if graph is not None]
+    for graph in loaded:
+        if named.id in called_graphs(engine, graph):
+            return graph
+    if named.id in owners:
         return named
+    root = next((g for g in loaded if set(owners) <= {g.id} | called_graphs(engine, g)), None)
     raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
-
-
-def _covering(engine: FlowEngine, candidates: list[str], owners: list[str]) -> Graph | None:
-    """The first loaded graph among ``candidates`` whose own and sub-graphs' ids hold every
-    id of ``owners``."""
-    for graph_id in candidates:
-        graph = engine.get_graph(graph_id)
-        if graph is not None:
-            covered = {graph.id} | called_graphs(engine, graph)
-            if all(owner in covered for owner in owners):
-                return graph
-    return None
 
 
 __all__ = ["called_graphs", "root_by_states"]

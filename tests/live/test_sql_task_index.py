@@ -1782,3 +1782,56 @@ def test_withdraw_or_send_back_naming_a_sub_graph_of_a_row_never_indexed_names_t
             )
             ex.send_back(task, _reviewer("m-4"))
     assert (_rows(db), _index_rows(db), raw_row(db, "m-4")) == before
+
+
+_SHARED = """
+id: shared
+layout:
+  - {id: s, type: start}
+  - {id: check, meta: {actor: reviewer}}
+  - {id: e, type: end}
+"""
+_CALLS_SHARED_A = """
+id: calls-a
+layout:
+  - {id: start, type: start}
+  - {id: apply, meta: {actor: applicant}}
+  - {id: call, task: "#shared"}
+  - {id: end, type: end}
+"""
+_CALLS_SHARED_B = """
+id: calls-b
+layout:
+  - {id: start, type: start}
+  - {id: b1, meta: {actor: applicant}}
+  - {id: call, task: "#shared"}
+  - {id: end, type: end}
+"""
+_NAMING_CALLS_B = {
+    "claim_task": lambda ex: ex.claim_task("calls-b", _applicant("sh-1")),
+    "withdraw": lambda ex: ex.withdraw("calls-b", _applicant("sh-1")),
+    "reindex": lambda ex: ex.reindex("calls-b", FlowContext.of("sh-1")),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_NAMING_CALLS_B))
+def test_a_sub_graph_two_graphs_call_does_not_make_a_row_of_one_the_other_s(
+    db: sa.Engine, operation: str
+) -> None:
+    """``calls-a`` and ``calls-b`` both call ``shared``; the row (never indexed) holds
+    ``calls-a``'s and ``shared``'s states. An operation naming ``calls-b`` raises
+    GraphMismatchError naming ``calls-a``, nothing written — the ``shared:`` states are not
+    ``calls-b``'s own (a withdraw would have taken the instance for ``calls-b``'s)."""
+    engine = FlowEngine()
+    for text in (_SHARED, _CALLS_SHARED_A, _CALLS_SHARED_B):
+        engine.load(Graph.from_text(text))
+    old = sql_workflow(db, engine, state_controller=ActorStateController(), index=False)
+    old.submit_task_at("calls-a", "apply", TaskAction.FORWARD, _applicant("sh-1"))
+    old.claim_task("shared", _reviewer("sh-1"))
+    before = (_rows(db), _index_rows(db), raw_row(db, "sh-1"))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController())
+    with pytest.raises(
+        GraphMismatchError, match="'sh-1' runs graph 'calls-a', not graph 'calls-b'"
+    ):
+        _NAMING_CALLS_B[operation](ex)
+    assert (_rows(db), _index_rows(db), raw_row(db, "sh-1")) == before

@@ -764,3 +764,71 @@ def test_the_task_after_a_sub_graph_opens_as_soon_as_the_sub_graph_ends(
     )
     assert ex.status("m2") == InstanceStatus.COMPLETED
     assert ex.open_tasks("m2") == []
+
+
+_REVIEW_WITH_CHECK = """
+id: review3
+layout:
+  - {id: s, type: start}
+  - {id: check, meta: {actor: reviewer}}
+  - {id: e, type: end}
+"""
+_MAIN_WITH_CHECK = """
+id: main3
+layout:
+  - {id: start, type: start}
+  - {id: check, meta: {actor: applicant}}
+  - {id: call, task: "#review3"}
+  - {id: done, meta: {actor: applicant}}
+  - {id: end, type: end}
+"""
+
+
+def test_send_back_does_not_cross_a_sub_graph_s_boundary(engine: FlowEngine) -> None:
+    """The task after a sub-graph was opened by the sub-graph's last task, whose node id
+    (``check``) the root graph has too: its lineage starts afresh — sending it back refuses,
+    nothing written, instead of re-opening the root graph's ``check`` (whose submit did not
+    lead here) and skipping the review when it is forwarded again."""
+    load(engine, _REVIEW_WITH_CHECK)
+    load(engine, _MAIN_WITH_CHECK)
+    ex = WorkflowExecutor(engine, ActorStateController())
+
+    def as_(actor: str) -> FlowContext:
+        return FlowContext.of("m3", {"actor": actor})
+
+    ex.submit_task_at("main3", "check", TaskAction.FORWARD, as_("applicant"))
+    check = ex.claim_task("review3", as_("reviewer"))
+    assert check is not None and check.node.graph.id == "review3"
+    assert ex.submit_task_if_waiting(check, TaskAction.FORWARD, as_("reviewer"))
+    assert [(t.node_id, t.lineage) for t in ex.open_tasks("m3")] == [("done", ())]
+    done = ex.claim_task("main3", as_("applicant"))
+    assert done is not None and done.node.id == "done"
+    states = ex.state_repository.states("m3")
+    with pytest.raises(SendBackError, match="lineage is empty"):
+        ex.send_back(done, as_("applicant"))
+    assert ex.state_repository.states("m3") == states
+
+
+_CALLS_A_GRAPH_NOT_LOADED = """
+id: half-loaded
+layout:
+  - {id: start, type: start, link: split}
+  - {id: split, type: parallel, link: [h, call]}
+  - {id: h, meta: {actor: x}, link: join}
+  - {id: call, task: "#not-loaded", link: join}
+  - {id: join, type: parallel, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_a_sub_graph_the_engine_lacks_leaves_the_other_branches_open(engine: FlowEngine) -> None:
+    """The claim's walk stops at the first branch's task before it reaches the call of a
+    graph the engine does not have: the claim works and its task is open — the open tasks'
+    walk leaves the missing graph for the real walks to report, as before sub-graphs were
+    walked."""
+    load(engine, _CALLS_A_GRAPH_NOT_LOADED)
+    ex = WorkflowExecutor(engine, ActorStateController())
+    x = FlowContext.of("h-1", {"actor": "x"})
+    task = ex.claim_task("half-loaded", x)
+    assert task is not None and task.node.id == "h"
+    assert [t.node_id for t in ex.open_tasks("h-1")] == ["h"]
