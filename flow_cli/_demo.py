@@ -219,7 +219,7 @@ def tasks(session: Session, graph: Graph, run: str, number: int) -> None:
     session.submit(trip, graph, node, FORWARD, actor="employee", message="Team offsite")
     director = graph.get_node_or_throw("director")
     waiting = session.send_back(trip, graph, director, actor="director", message="Which venue?")
-    back_to = ", ".join(task_label(n.id, n.title) for n in waiting)
+    back_to = ", ".join(task_label(node_id, title) for node_id, title in waiting)
     print(f"   director sends it back (flow send-back {trip} director): waits on {back_to}")
 
     chair = f"{graph.id}-{run}-chair"

@@ -211,7 +211,7 @@ def run_send_back(args: argparse.Namespace) -> int:
         actor = args.actor or node.meta_as_str("actor")
         waiting = session.send_back(args.instance, graph, node, actor=actor, message=args.message)
     by = f" as {actor}" if actor else ""
-    back_to = ", ".join(task_label(n.id, n.title) for n in waiting) or "-"
+    back_to = ", ".join(task_label(node_id, title) for node_id, title in waiting) or "-"
     print(printable(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
     print(printable(f"{args.instance} now waits on: {back_to}"))
     return 0

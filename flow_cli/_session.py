@@ -439,9 +439,10 @@ class Session:
 
     def send_back(
         self, instance_id: str, graph: Graph, node: Node, *, actor: str | None, message: str | None
-    ) -> list[Node]:
+    ) -> list[tuple[str, str]]:
         """Send ``actor``'s waiting task ``node`` back along its lineage in one transaction;
-        the nodes the instance waits on afterwards."""
+        the tasks (node id, title) the instance waits on afterwards — a sub-graph's among
+        them, whose node is not in ``graph``."""
         self.require_index("send-back")
         executor = self.executor(graph)
         with self.context(instance_id, actor=actor) as ctx:
@@ -450,7 +451,7 @@ class Session:
                 raise CliError(self.not_claimable(instance_id, graph, node, actor))
             if not executor.send_back(task, ctx, message=message):
                 raise CliError(f"task {node.id!r} of instance {instance_id!r} is not open")
-        return [graph.get_node_or_throw(t.node_id) for t in executor.open_tasks(instance_id)]
+        return [(t.node_id, t.node_title) for t in executor.open_tasks(instance_id)]
 
     def not_claimable(self, instance_id: str, graph: Graph, node: Node, actor: str | None) -> str:
         who = f"actor {actor!r}" if actor else "no actor (give --actor)"

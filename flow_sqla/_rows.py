@@ -131,6 +131,7 @@ def _task(item: Any) -> IndexedTask:
         candidates=tuple(str(c) for c in candidates),
         lineage=tuple(str(n) for n in lineage),
         opened_at=datetime.fromisoformat(item["opened"]),
+        graph_id=None if item.get("graph") is None else str(item["graph"]),
     )
 
 
@@ -143,6 +144,7 @@ def task_doc(task: IndexedTask) -> dict[str, Any]:
         "candidates": list(task.candidates),
         "lineage": list(task.lineage),
         "opened": task.opened_at.isoformat(),
+        **({} if task.graph_id is None else {"graph": task.graph_id}),
     }
 
 

@@ -163,7 +163,7 @@ class TodoTable:
                 )
         for task in after.tasks:
             if task.node_id not in kept:
-                changes.inserted.extend(_rows(instance_id, after.graph_id, task))
+                changes.inserted.extend(_rows(instance_id, task.graph_of(after), task))
         return changes
 
     def write(self, conn: Connection, changes: TodoChanges) -> None:
@@ -182,7 +182,7 @@ class TodoTable:
         by deleting them all and inserting the right ones (which then sort as new in the
         inboxes). Returns whether it did; rows that match are left as they are."""
         inserted = [
-            row for task in stored.tasks for row in _rows(instance_id, stored.graph_id, task)
+            row for task in stored.tasks for row in _rows(instance_id, task.graph_of(stored), task)
         ]
         t = self._todo
         name = conn.dialect.name
@@ -429,7 +429,8 @@ def _TASK_COLUMNS(t: sa.Table) -> list[sa.Column[Any]]:
 
 def _same_rows(a: IndexedTask, b: IndexedTask) -> bool:
     """Whether ``b``'s rows are ``a``'s with at most another state (then an UPDATE does)."""
-    return (a.candidates, a.lineage, a.opened_at, a.node_title) == (
+    return (a.graph_id, a.candidates, a.lineage, a.opened_at, a.node_title) == (
+        b.graph_id,
         b.candidates,
         b.lineage,
         b.opened_at,

@@ -28,6 +28,7 @@ from flow.workflow.aggregate import (
 )
 from flow.workflow.controllers import candidates_of
 from flow.workflow.driver import WorkflowDriver
+from flow.workflow.repository import state_key
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
@@ -106,8 +107,8 @@ class _FrontierDriver(WorkflowDriver):
 
 @dataclass(frozen=True, kw_only=True)
 class Frontier:
-    """The open task nodes of the root graph (discovery order, each once) and whether the walk
-    reached the root graph's END."""
+    """The open task nodes (discovery order, each node id once) — of the root graph and of the
+    sub-graphs it calls — and whether the walk reached the root graph's END."""
 
     nodes: tuple[Node, ...]
     reached_end: bool
@@ -149,11 +150,13 @@ def frontier(
     intent = executor._walk(
         graph, probe_context(ctx, data), IntentType.FIND_NEXT_TASKS, driver, max_steps=steps
     )
+    # The task table keys an instance's open task by its node id: the root graph's tasks
+    # come first, and a sub-graph's task whose node id one listed before has is left out.
+    found = [task.node for task in intent.next_tasks]
     seen: set[str] = set()
     nodes: list[Node] = []
-    for task in intent.next_tasks:
-        node = task.node
-        if node.graph is graph and node.id not in seen:
+    for node in [n for n in found if n.graph is graph] + [n for n in found if n.graph is not graph]:
+        if node.id not in seen:
             seen.add(node.id)
             nodes.append(node)
     return Frontier(nodes=tuple(nodes), reached_end=driver.reached_end)
@@ -168,7 +171,7 @@ def build_index(
     *,
     submitted: Node | None = None,
     action: TaskAction | None = None,
-    reopened: Mapping[str, tuple[str, ...]] | None = None,
+    reopened: Mapping[Node, tuple[str, ...]] | None = None,
     now: datetime | None = None,
     passed: tuple[Node, ...] = (),
     data: Mapping[str, object] | None = None,
@@ -194,16 +197,15 @@ def build_index(
     # Tasks keep lineage and opening time only within one graph (a RESTART may start the
     # instance over as another graph's, whose node ids may repeat the old one's).
     same_graph = stored is not None and stored.graph_id == graph.id
-    before = {t.node_id: t for t in stored.tasks} if same_graph and stored is not None else {}
+    before = _by_node(stored) if same_graph and stored is not None else {}
     now = utc_now() if now is None else now
-    prefix = f"{graph.id}:"
     controller = executor.state_controller
     tasks = []
     for node in found.nodes:
-        state = TaskState.WAITING if states.get(prefix + node.id) == _WAITING else TaskState.UNKNOWN
-        kept = before.get(node.id)
-        if reopened is not None and node.id in reopened:
-            lineage, opened_at = reopened[node.id], now
+        state = TaskState.WAITING if states.get(state_key(node)) == _WAITING else TaskState.UNKNOWN
+        kept = before.get((node.graph.id, node.id))
+        if reopened is not None and node in reopened:
+            lineage, opened_at = reopened[node], now
         elif kept is not None:
             lineage, opened_at = kept.lineage, kept.opened_at
         else:
@@ -216,6 +218,7 @@ def build_index(
                 candidates=candidates_of(controller, node),
                 lineage=lineage,
                 opened_at=opened_at,
+                graph_id=None if node.graph is graph else node.graph.id,
             )
         )
     status = _status(bool(tasks), found.reached_end, states)
@@ -236,18 +239,23 @@ def _status(has_tasks: bool, reached_end: bool, states: Mapping[str, int]) -> In
     return InstanceStatus.RUNNING
 
 
+def _by_node(index: InstanceIndex) -> dict[tuple[str, str], IndexedTask]:
+    """The tasks of ``index`` by (graph id, node id)."""
+    return {(t.graph_of(index), t.node_id): t for t in index.tasks}
+
+
 def _opened_lineage(
     node: Node,
     submitted: Node | None,
     action: TaskAction | None,
-    before: Mapping[str, IndexedTask],
+    before: Mapping[tuple[str, str], IndexedTask],
     passed: tuple[Node, ...] = (),
 ) -> tuple[str, ...]:
+    """The lineage of ``node``'s task, opened by ``submitted``'s ``action``. A lineage holds
+    node ids of one graph: a task opened across a sub-graph's boundary starts a new one."""
     if submitted is None or action is None or submitted.graph is not node.graph:
-        # A lineage holds node ids of one graph: a task opened across a sub-graph's
-        # boundary starts a new one (send-back does not cross it).
         return ()
-    source = before.get(submitted.id)
+    source = before.get((submitted.graph.id, submitted.id))
     base = source.lineage if source is not None else ()
     if action in _FORWARDS:
         chain = tuple(n.id for n in passed) or (submitted.id,)
@@ -270,8 +278,8 @@ def claimed_only(
     if stored is None:
         return None
     before = read.states
-    prefix = f"{graph.id}:"
-    open_keys = {prefix + t.node_id for t in stored.tasks}
+    keys = [f"{t.graph_of(stored)}:{t.node_id}" for t in stored.tasks]
+    open_keys = set(keys)
     if before.keys() - states.keys():
         return None
     for key, code in states.items():
@@ -279,9 +287,9 @@ def claimed_only(
             return None
     tasks = tuple(
         t
-        if t.state == TaskState.WAITING or states.get(prefix + t.node_id) != _WAITING
+        if t.state == TaskState.WAITING or states.get(key) != _WAITING
         else replace(t, state=TaskState.WAITING)
-        for t in stored.tasks
+        for t, key in zip(stored.tasks, keys, strict=True)
     )
     return InstanceIndex(
         graph_id=stored.graph_id,

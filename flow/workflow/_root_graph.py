@@ -23,19 +23,47 @@ if TYPE_CHECKING:
     from flow.graph import Graph
 
 
-def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
-    """The ids of the graphs ``root`` calls as sub-graphs (``task: "#id"``), at any depth."""
-    found: set[str] = set()
+def sub_graphs(engine: FlowEngine, root: Graph) -> list[Graph]:
+    """The graphs of ``engine`` that ``root`` calls as sub-graphs (``task: "#id"``), at any
+    depth, each once (``root`` itself only if it is called back)."""
+    found: dict[str, Graph] = {}
     pending = [root]
     while pending:
-        for node in pending.pop().nodes.values():
-            task = node.task
-            if isinstance(task, str) and task.startswith("#") and task[1:] not in found:
-                called = engine.get_graph(task[1:])
+        for graph_id in _direct_calls(pending.pop()):
+            if graph_id not in found:
+                called = engine.get_graph(graph_id)
                 if called is not None:
-                    found.add(called.id)
+                    found[graph_id] = called
                     pending.append(called)
-    return found
+    return list(found.values())
+
+
+def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
+    """The ids of the graphs ``root`` calls as sub-graphs, at any depth."""
+    return {graph.id for graph in sub_graphs(engine, root)}
+
+
+_DIRECT_CALLS: dict[int, tuple[Graph, tuple[str, ...]]] = {}
+_DIRECT_CALLS_KEPT = 1024
+
+
+def _direct_calls(graph: Graph) -> tuple[str, ...]:
+    """The ids ``graph``'s own nodes call (``task: "#id"``), worked out once per graph object
+    (graphs are immutable): claims and submits ask on every operation."""
+    found = _DIRECT_CALLS.get(id(graph))
+    if found is not None and found[0] is graph:
+        return found[1]
+    calls = tuple(
+        dict.fromkeys(
+            task[1:]
+            for node in graph.nodes.values()
+            if isinstance(task := node.task, str) and task.startswith("#") and task[1:]
+        )
+    )
+    if len(_DIRECT_CALLS) >= _DIRECT_CALLS_KEPT:
+        _DIRECT_CALLS.clear()
+    _DIRECT_CALLS[id(graph)] = (graph, calls)
+    return calls
 
 
 def root_by_states(
@@ -68,4 +96,4 @@ def root_by_states(
     raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
 
 
-__all__ = ["called_graphs", "root_by_states"]
+__all__ = ["called_graphs", "root_by_states", "sub_graphs"]

@@ -47,7 +47,11 @@ def send_back_target(
     if previous is None or previous.type != NodeType.ACTIVITY:
         raise refuse(f"the task before it, {task.lineage[-1]!r}, is not an activity of the graph")
     target = graph.get_node_or_throw(task.node_id)
-    siblings = [t.node_id for t in index.tasks if t.lineage[-1:] == (previous.id,)]
+    siblings = [
+        t.node_id
+        for t in index.tasks
+        if t.lineage[-1:] == (previous.id,) and t.graph_of(index) == graph.id
+    ]
     if len(siblings) > 1:
         raise refuse(f"{previous.id!r} opened several tasks: {', '.join(siblings)}")
     between = _between(previous, target, is_human)

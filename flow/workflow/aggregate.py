@@ -93,7 +93,9 @@ class InstanceSummary:
 
 @dataclass(frozen=True, kw_only=True)
 class IndexedTask:
-    """An open task as a repository stores it for one instance (no instance id, no cursor)."""
+    """An open task as a repository stores it for one instance (no instance id, no cursor).
+    ``graph_id`` names the sub-graph its node belongs to, ``None`` for the instance's own
+    (root) graph."""
 
     node_id: str
     node_title: str
@@ -101,6 +103,11 @@ class IndexedTask:
     candidates: tuple[str, ...]
     lineage: tuple[str, ...]
     opened_at: datetime
+    graph_id: str | None = None
+
+    def graph_of(self, index: InstanceIndex) -> str:
+        """The id of the graph the task's node belongs to, in the instance ``index``."""
+        return self.graph_id or index.graph_id
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,9 +35,10 @@ from flow.workflow._frontier import build_index, claimed_only
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
-from flow.workflow._root_graph import called_graphs, root_by_states
+from flow.workflow._root_graph import called_graphs, root_by_states, sub_graphs
 from flow.workflow._send_back import send_back_target
 from flow.workflow.aggregate import (
+    IndexedTask,
     IndexRead,
     InstanceIndex,
     InstanceStatus,
@@ -279,8 +280,8 @@ class WorkflowExecutor:
             running = self._running_index(index, root, ctx)
             if running is None:
                 return False
-            _, current = running
-            nodes = [n for n in (root.get_node(t.node_id) for t in current.tasks) if n is not None]
+            _, current, _ = running
+            nodes = [n for n in (self._task_node(root, t) for t in current.tasks) if n]
             for node in nodes:
                 self.state_repository.state_put(ctx, node, TaskState.TERMINATED)
             withdrawn = InstanceIndex(
@@ -293,7 +294,9 @@ class WorkflowExecutor:
             if self.recorder is not None:
                 who = self._actor(ctx)
                 for node in nodes:
-                    record = self._record(root, node, TaskAction.TERMINATE, ctx, message, node)
+                    record = self._record(
+                        node.graph, node, TaskAction.TERMINATE, ctx, message, node
+                    )
                     self.recorder.record(ctx, _with_assignee(record, who))
         return True
 
@@ -321,16 +324,24 @@ class WorkflowExecutor:
             node = root.get_node_or_throw(task.node_id)
         index = self._require_index("send_back")
         with self._operation(ctx, lock=True):
-            running = self._running_index(index, root, ctx)
+            # The task may be a sub-graph's: the aggregate is the instance's root graph's.
+            running = self._running_index(index, root, ctx, sub_graph=True)
             if running is None:
                 return False
-            read, current = running
-            stored_task = next((t for t in current.tasks if t.node_id == node.id), None)
+            read, current, root = running
+            stored_task = next(
+                (
+                    t
+                    for t in current.tasks
+                    if t.node_id == node.id and t.graph_of(current) == node.graph.id
+                ),
+                None,
+            )
             if stored_task is None or not self._still_waiting(node, ctx):
                 return False
             previous, between = send_back_target(
                 ctx.instance_id,
-                root,
+                node.graph,
                 stored_task,
                 current,
                 lambda n: not self.state_controller.is_auto_forward(ctx, n),
@@ -347,21 +358,24 @@ class WorkflowExecutor:
                 ctx,
                 IndexRead(states=read.states, stored=current),
                 states,
-                reopened={previous.id: stored_task.lineage[:-1]},
+                reopened={previous: stored_task.lineage[:-1]},
             )
-            opened = {t.node_id for t in fresh.tasks}
-            if previous.id not in opened or (node.id in opened and node.id != previous.id):
+            opened = {(t.graph_of(fresh), t.node_id) for t in fresh.tasks}
+            back = (previous.graph.id, previous.id)
+            if back not in opened or ((node.graph.id, node.id) in opened and node is not previous):
                 # e.g. the task lies before P on a loop: clearing it re-opens it, not P.
                 # Raising undoes the unit of work: nothing is written.
                 raise SendBackError(
                     ctx.instance_id,
-                    root.id,
+                    node.graph.id,
                     node.id,
                     f"going back would not make {previous.id!r} the open task again",
                 )
             index.index_write(ctx, fresh)
             if self.recorder is not None:
-                record = self._record(root, node, TaskAction.BACK_JUMP, ctx, message, previous)
+                record = self._record(
+                    node.graph, node, TaskAction.BACK_JUMP, ctx, message, previous
+                )
                 self.recorder.record(ctx, record)
         return True
 
@@ -443,12 +457,14 @@ class WorkflowExecutor:
     def _check_for_index(self, graph: Graph, ctx: FlowContext) -> None:
         """Before a claim or submit of ``graph`` (before its first statement; the reads leave
         an instance's stored tasks readable, and the index write still checks each task):
-        a repository that bounds what its index holds checks every task the graph could open
-        (``index_check_graph``) — a candidate it cannot hold must refuse the graph before an
-        instance starts, not strand the instance at the task before."""
+        a repository that bounds what its index holds checks every task the graph and the
+        sub-graphs it calls could open (``index_check_graph``) — a candidate it cannot hold
+        must refuse the graph before an instance starts, not strand the instance at the task
+        before."""
         check = getattr(self._indexing(), "index_check_graph", None)
         if check is not None:
-            check(graph, self.state_controller, ctx.instance_id)
+            for checked in (graph, *sub_graphs(self.engine, graph)):
+                check(checked, self.state_controller, ctx.instance_id)
 
     def _require_index(self, operation: str) -> SupportsTaskIndex:
         index = self._indexing()
@@ -468,16 +484,26 @@ class WorkflowExecutor:
         return build_index(self, graph, ctx, read, read.states)
 
     def _running_index(
-        self, index: SupportsTaskIndex, graph: Graph, ctx: FlowContext
-    ) -> tuple[IndexRead, InstanceIndex] | None:
-        """What the unit of work read and the instance's aggregate, when it is RUNNING (the
-        instances withdraw and send-back act on); ``None`` for an unknown or closed one."""
-        read = index.index_read(ctx)
-        _check_graph(self.engine, graph, ctx.instance_id, read)
-        current = self._current_index(graph, ctx, read)
+        self, index: SupportsTaskIndex, graph: Graph, ctx: FlowContext, *, sub_graph: bool = False
+    ) -> tuple[IndexRead, InstanceIndex, Graph] | None:
+        """What the unit of work read, the instance's aggregate and its root graph, when it is
+        RUNNING (the instances withdraw and send-back act on); ``None`` for an unknown or
+        closed one. ``graph`` must be the instance's root graph — or, with ``sub_graph`` (a
+        sub-graph's task sent back), one that it calls."""
+        if sub_graph:
+            read, root = self._indexed_read(index, graph, ctx)
+        else:
+            read, root = index.index_read(ctx), graph
+            _check_graph(self.engine, graph, ctx.instance_id, read)
+        current = self._current_index(root, ctx, read)
         if current is None or current.status != InstanceStatus.RUNNING:
             return None
-        return read, current
+        return read, current, root
+
+    def _task_node(self, root: Graph, task: IndexedTask) -> Node | None:
+        """The node of an open task: of ``root``, or of the sub-graph it names."""
+        graph = root if task.graph_id is None else self.engine.get_graph(task.graph_id)
+        return None if graph is None else graph.get_node(task.node_id)
 
     def _index_end(
         self,
@@ -488,7 +514,7 @@ class WorkflowExecutor:
         *,
         submitted: Node | None = None,
         action: TaskAction | None = None,
-        reopened: Mapping[str, tuple[str, ...]] | None = None,
+        reopened: Mapping[Node, tuple[str, ...]] | None = None,
         passed: tuple[Node, ...] = (),
     ) -> None:
         """Store the aggregate after an operation, when it changed. Nothing happened (states

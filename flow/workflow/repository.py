@@ -194,8 +194,8 @@ class InMemoryStateRepository:
                     kept is not None
                     and previous is not None
                     and previous.index.graph_id == index.graph_id
-                    and (kept.lineage, kept.opened_at, kept.candidates)
-                    == (task.lineage, task.opened_at, task.candidates)
+                    and (kept.graph_id, kept.lineage, kept.opened_at, kept.candidates)
+                    == (task.graph_id, task.lineage, task.opened_at, task.candidates)
                 )
                 if same and previous is not None:
                     cursors[task.node_id] = previous.task_cursors[task.node_id]
@@ -227,9 +227,10 @@ class InMemoryStateRepository:
                 replace(task, candidates=(next(c for c in task.candidates if c in wanted),))
                 for instance_id, stored in self._index.items()
                 if stored.index.status == InstanceStatus.RUNNING
-                and (graph_id is None or stored.index.graph_id == graph_id)
                 for task in _open_tasks(instance_id, stored)
-                if wanted.intersection(task.candidates) and (after is None or task.cursor > after)
+                if wanted.intersection(task.candidates)
+                and (graph_id is None or task.graph_id == graph_id)
+                and (after is None or task.cursor > after)
             ]
         found.sort(key=lambda t: t.cursor)
         return found[:limit]
@@ -341,7 +342,7 @@ def _open_tasks(instance_id: str, stored: _Stored) -> list[OpenTask]:
     return [
         OpenTask(
             instance_id=instance_id,
-            graph_id=index.graph_id,
+            graph_id=task.graph_of(index),
             node_id=task.node_id,
             node_title=task.node_title,
             state=task.state,

@@ -1753,12 +1753,11 @@ def test_withdraw_of_a_row_never_indexed_holding_only_a_sub_graph_s_states_withd
     assert ex.status("sub-2") == InstanceStatus.WITHDRAWN
 
 
-@pytest.mark.parametrize("operation", ["withdraw", "send_back"])
-def test_withdraw_or_send_back_naming_a_sub_graph_of_a_row_never_indexed_names_the_root(
-    db: sa.Engine, operation: str
+def test_withdraw_naming_a_sub_graph_of_a_row_never_indexed_names_the_root(
+    db: sa.Engine,
 ) -> None:
-    """The row holds ``main``'s and its sub-graph ``review``'s states: naming ``review``
-    raises GraphMismatchError naming ``main``, nothing written (a withdraw went on as
+    """The row holds ``main``'s and its sub-graph ``review``'s states: a withdraw naming
+    ``review`` raises GraphMismatchError naming ``main``, nothing written (it went on as
     ``review``'s: the instance indexed under it, WITHDRAWN, ``main``'s state left open)."""
     old = _main_and_review(db, index=False)
     old.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("m-4"))
@@ -1766,22 +1765,62 @@ def test_withdraw_or_send_back_naming_a_sub_graph_of_a_row_never_indexed_names_t
     before = (_rows(db), _index_rows(db), raw_row(db, "m-4"))
     ex = _main_and_review(db)
     with pytest.raises(GraphMismatchError, match="'m-4' runs graph 'main', not graph 'review'"):
-        if operation == "withdraw":
-            ex.withdraw("review", _reviewer("m-4"))
-        else:
-            task = OpenTask(
-                instance_id="m-4",
-                graph_id="review",
-                node_id="check",
-                node_title="check",
-                state=TaskState.WAITING,
-                candidates=("reviewer",),
-                lineage=("apply",),
-                opened_at=datetime(2026, 1, 1),
-                cursor=0,
-            )
-            ex.send_back(task, _reviewer("m-4"))
+        ex.withdraw("review", _reviewer("m-4"))
     assert (_rows(db), _index_rows(db), raw_row(db, "m-4")) == before
+
+
+def test_a_sub_graph_s_task_of_a_row_never_indexed_is_refused_a_send_back(
+    db: sa.Engine,
+) -> None:
+    """The sub-graph's task is open, WAITING for the reviewer, but the row was never indexed:
+    no lineage says who sent it — SendBackError, nothing written."""
+    old = _main_and_review(db, index=False)
+    old.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("m-5"))
+    old.claim_task("review", _reviewer("m-5"))
+    before = (_rows(db), _index_rows(db), raw_row(db, "m-5"))
+    ex = _main_and_review(db)
+    task = OpenTask(
+        instance_id="m-5",
+        graph_id="review",
+        node_id="check",
+        node_title="check",
+        state=TaskState.WAITING,
+        candidates=("actor:reviewer",),
+        lineage=("apply",),
+        opened_at=datetime(2026, 1, 1),
+        cursor=0,
+    )
+    with pytest.raises(SendBackError, match="lineage is empty"):
+        ex.send_back(task, _reviewer("m-5"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "m-5")) == before
+
+
+def test_a_sub_graph_s_tasks_are_in_the_inbox_and_follow_the_instance_on_sql(
+    db: sa.Engine,
+) -> None:
+    """On SQL as in memory: the sub-graph's task is an open task under the sub-graph's id
+    (its todo row too), claimed there it turns WAITING, and the root graph's next task opens
+    when the sub-graph ends; a full reindex gives the same open tasks."""
+    ex = _main_and_review(db)
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("m-6"))
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.inbox(_reviewer("m-6"))] == [
+        ("review", "check", TaskState.UNKNOWN)
+    ]
+    assert [r[:3] for r in _index_rows(db) if r[0] == "m-6" and len(r) == 4] == [
+        ("m-6", "check", "actor:reviewer")
+    ]
+    check = ex.claim_task("review", _reviewer("m-6"))
+    assert check is not None
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("m-6")] == [
+        ("review", "check", TaskState.WAITING)
+    ]
+    assert reindex(db, ex.engine, state_controller=ActorStateController(), everything=True) == 1
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("m-6")] == [
+        ("review", "check", TaskState.WAITING)
+    ]
+    assert ex.submit_task_if_waiting(check, TaskAction.FORWARD, _reviewer("m-6"))
+    assert [(t.graph_id, t.node_id) for t in ex.inbox(_applicant("m-6"))] == [("main", "done")]
+    assert ex.inbox(_reviewer("m-6")) == []
 
 
 _SHARED = """

@@ -735,14 +735,14 @@ layout:
 """
 
 
-def test_the_task_after_a_sub_graph_opens_as_soon_as_the_sub_graph_ends(
+def test_a_sub_graph_s_tasks_are_open_tasks_and_the_task_after_it_opens_when_it_ends(
     engine: FlowEngine,
 ) -> None:
-    """The sub-graph's last task submitted on the sub-graph's own id: the root graph's next
-    task is open at once — in the applicant's inbox, as a claim on the root graph would
-    return it — not only after someone claims on the root graph (the calling node stays
-    WAITING in the row until a walk of the root graph completes it). While the sub-graph
-    runs, the root graph has no open task of its own."""
+    """A claim on the root graph would return the sub-graph's task: it is an open task, in
+    its candidates' inbox, under the sub-graph's id (the graph to name for its node). Once
+    the sub-graph's last task is submitted on the sub-graph's own id, the root graph's next
+    task is open at once — not only after someone claims on the root graph (the calling node
+    stays WAITING in the row until a walk of the root graph completes it)."""
     load(engine, _SUB_GRAPH_IN_TWO_STEPS)
     load(engine, _CALLS_TWO_STEPS)
     ex = WorkflowExecutor(engine, ActorStateController())
@@ -751,19 +751,86 @@ def test_the_task_after_a_sub_graph_opens_as_soon_as_the_sub_graph_ends(
         return FlowContext.of("m2", {"actor": actor})
 
     ex.submit_task_at("main2", "apply", TaskAction.FORWARD, as_("applicant"))
-    for actor in ("reviewer", "signer"):
-        assert ex.open_tasks("m2") == []
+    for actor, node_id in (("reviewer", "check"), ("signer", "sign")):
+        assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m2")] == [("review2", node_id)]
+        assert [(t.graph_id, t.node_id) for t in ex.inbox(as_(actor))] == [("review2", node_id)]
         assert ex.inbox(as_("applicant")) == []
+        assert ex.status("m2") == InstanceStatus.RUNNING
         task = ex.claim_task("review2", as_(actor))
-        assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, as_(actor))
+        assert task is not None and task.node.id == node_id
+        assert [t.state for t in ex.open_tasks("m2")] == [TaskState.WAITING]
+        assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, as_(actor))
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m2")] == [("main2", "done")]
     assert [(t.instance_id, t.node_id) for t in ex.inbox(as_("applicant"))] == [("m2", "done")]
     done = ex.claim_task("main2", as_("applicant"))
-    assert done is not None and ex.submit_task_if_waiting(
-        done, TaskAction.FORWARD, as_("applicant")
-    )
+    assert done is not None
+    assert ex.submit_task_if_waiting(done, TaskAction.FORWARD, as_("applicant"))
     assert ex.status("m2") == InstanceStatus.COMPLETED
     assert ex.open_tasks("m2") == []
+
+
+def test_a_sub_graph_s_open_task_is_withdrawn_and_not_sent_back(engine: FlowEngine) -> None:
+    """A withdraw terminates a sub-graph's open task (its history record under the
+    sub-graph's id); a send-back of it refuses, nothing written (its lineage starts at the
+    sub-graph's boundary)."""
+    load(engine, _SUB_GRAPH_IN_TWO_STEPS)
+    load(engine, _CALLS_TWO_STEPS)
+    recorder = ListRecorder()
+    ex = WorkflowExecutor(engine, ActorStateController(), recorder=recorder)
+
+    def as_(actor: str) -> FlowContext:
+        return FlowContext.of("m5", {"actor": actor})
+
+    ex.submit_task_at("main2", "apply", TaskAction.FORWARD, as_("applicant"))
+    check = ex.claim_task("review2", as_("reviewer"))
+    assert check is not None
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("m5")] == [
+        ("review2", "check", TaskState.WAITING)
+    ]
+    states = ex.state_repository.states("m5")
+    with pytest.raises(SendBackError, match="lineage is empty"):
+        ex.send_back(ex.open_tasks("m5")[0], as_("reviewer"))
+    with pytest.raises(SendBackError, match="lineage is empty"):
+        ex.send_back(check, as_("reviewer"))
+    assert ex.state_repository.states("m5") == states
+    assert ex.withdraw("main2", as_("applicant"))
+    assert ex.status("m5") == InstanceStatus.WITHDRAWN
+    assert ex.state_repository.states("m5")["review2:check"] == TaskState.TERMINATED
+    last = recorder.records[-1]
+    assert (last.graph_id, last.task_id, last.action) == ("review2", "check", TaskAction.TERMINATE)
+    assert ex.claim_task("review2", as_("reviewer")) is None
+
+
+def test_a_task_sent_back_inside_a_sub_graph_reopens_the_one_before_it(
+    engine: FlowEngine,
+) -> None:
+    """Inside the sub-graph the lineage holds: the signer's task (opened by the reviewer's)
+    sent back — as the inbox lists it, under the sub-graph's id — re-opens the reviewer's,
+    WAITING; the history record names the sub-graph."""
+    load(engine, _SUB_GRAPH_IN_TWO_STEPS)
+    load(engine, _CALLS_TWO_STEPS)
+    recorder = ListRecorder()
+    ex = WorkflowExecutor(engine, ActorStateController(), recorder=recorder)
+
+    def as_(actor: str) -> FlowContext:
+        return FlowContext.of("m6", {"actor": actor})
+
+    ex.submit_task_at("main2", "apply", TaskAction.FORWARD, as_("applicant"))
+    check = ex.claim_task("review2", as_("reviewer"))
+    assert check is not None and ex.submit_task_if_waiting(
+        check, TaskAction.FORWARD, as_("reviewer")
+    )
+    assert ex.claim_task("review2", as_("signer")) is not None
+    (sign,) = ex.inbox(as_("signer"))
+    assert (sign.graph_id, sign.node_id, sign.lineage) == ("review2", "sign", ("check",))
+    assert ex.send_back(sign, as_("signer"), message="again")
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("m6")] == [
+        ("review2", "check", TaskState.WAITING)
+    ]
+    last = recorder.records[-1]
+    assert (last.graph_id, last.task_id, last.target.id) == ("review2", "sign", "check")
+    again = ex.claim_task("review2", as_("reviewer"))
+    assert again is not None and again.node.id == "check"
 
 
 _REVIEW_WITH_CHECK = """
@@ -832,3 +899,67 @@ def test_a_sub_graph_the_engine_lacks_leaves_the_other_branches_open(engine: Flo
     task = ex.claim_task("half-loaded", x)
     assert task is not None and task.node.id == "h"
     assert [t.node_id for t in ex.open_tasks("h-1")] == ["h"]
+
+
+_SUB_WITH_CHECK = """
+id: sub-check
+layout:
+  - {id: s, type: start}
+  - {id: check, meta: {actor: reviewer}}
+  - {id: sign, meta: {actor: signer}}
+  - {id: e, type: end}
+"""
+_ROOT_CHECK_BESIDE_THE_CALL = """
+id: beside
+layout:
+  - {id: start, type: start, link: apply}
+  - {id: apply, meta: {actor: applicant}, link: split}
+  - {id: split, type: parallel, link: [call, x]}
+  - {id: call, task: "#sub-check", link: join}
+  - {id: x, meta: {actor: bob}, link: check}
+  - {id: check, meta: {actor: bob}, link: join}
+  - {id: join, type: parallel, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_a_root_task_is_listed_before_a_sub_graph_s_task_of_the_same_node_id(
+    engine: FlowEngine,
+) -> None:
+    """The root graph's ``check`` and the sub-graph's ``check`` are open at once: the task
+    table keys an instance's tasks by node id, and the root graph's is the one listed (with
+    its lineage, in bob's inbox, terminated by a withdraw); the sub-graph's is listed again
+    once the root's closes. A send-back that would re-open the hidden one refuses."""
+    load(engine, _SUB_WITH_CHECK)
+    load(engine, _ROOT_CHECK_BESIDE_THE_CALL)
+    ex = WorkflowExecutor(engine, ActorStateController())
+
+    def as_(actor: str, instance_id: str = "b-1") -> FlowContext:
+        return FlowContext.of(instance_id, {"actor": actor})
+
+    def opened(instance_id: str = "b-1") -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(t.graph_id, t.node_id, t.lineage) for t in ex.open_tasks(instance_id)]
+
+    for instance_id in ("b-1", "b-2"):
+        ex.submit_task_at("beside", "apply", TaskAction.FORWARD, as_("applicant", instance_id))
+        ex.submit_task_at("beside", "x", TaskAction.FORWARD, as_("bob", instance_id))
+    assert opened() == [("beside", "check", ("apply", "x"))]  # the sub-graph's check hidden
+    assert ex.inbox(as_("reviewer")) == []
+    check = ex.claim_task("sub-check", as_("reviewer"))
+    assert check is not None and ex.submit_task_if_waiting(
+        check, TaskAction.FORWARD, as_("reviewer")
+    )
+    assert opened() == [("beside", "check", ("apply", "x")), ("sub-check", "sign", ("check",))]
+    assert ex.claim_task("sub-check", as_("signer")) is not None
+    (sign,) = ex.inbox(as_("signer"))
+    states = ex.state_repository.states("b-1")
+    with pytest.raises(SendBackError, match="would not make 'check' the open task again"):
+        ex.send_back(sign, as_("signer"))
+    assert ex.state_repository.states("b-1") == states
+    assert [(t.graph_id, t.node_id) for t in ex.inbox(as_("bob"))] == [("beside", "check")] * 2
+    root_check = ex.claim_task("beside", as_("bob"))
+    assert root_check is not None and root_check.node.graph.id == "beside"
+    assert ex.send_back(root_check, as_("bob"))  # back to x, its own lineage
+    assert ("beside", "x", ("apply",)) in opened()
+    ex.withdraw("beside", as_("applicant", "b-2"))
+    assert ex.state_repository.states("b-2")["beside:check"] == TaskState.TERMINATED
