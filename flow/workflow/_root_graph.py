@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 def sub_graphs(engine: FlowEngine, root: Graph) -> list[Graph]:
     """The graphs of ``engine`` that ``root`` calls as sub-graphs (``task: "#id"``), at any
     depth, each once (``root`` itself only if it is called back)."""
+    if not _direct_calls(root):
+        return []  # most graphs call none: every claim and submit asks
     found: dict[str, Graph] = {}
     pending = [root]
     while pending:
