@@ -957,9 +957,12 @@ class SqlStateRepository:
     def index_check_graph(
         self, graph: Graph, controller: object, instance_id: str | None = None
     ) -> None:
-        """Refuse ``graph`` (:class:`UnstorableValueError`, naming the node, the graph and the
-        instance it was about to run for) when a candidate ``controller`` names for a node
-        does not fit the todo table; the executor asks before a claim or submit."""
+        """Refuse ``graph`` when the todo table cannot hold its tasks: its ids
+        (:class:`UnstorableGraphError`) or a candidate ``controller`` names for a node
+        (:class:`UnstorableValueError`, naming the node, the graph and the instance it was
+        about to run for). The executor asks before a claim, submit or reindex, for the graph
+        named and each sub-graph it calls (whose tasks are open tasks too)."""
+        self._graphs.check(graph)
         self._candidates.check(graph, controller, instance_id)
 
     def index_changes(self, ctx: FlowContext) -> tuple[Mapping[str, int], bool]:

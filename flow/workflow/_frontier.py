@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from flow.context import FlowContext
 from flow.driver import SimpleFlowDriver, names_nothing
+from flow.errors import GraphNotFoundError
 from flow.node_type import NodeType
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._overlay import OverlayRepository
@@ -32,7 +33,6 @@ from flow.workflow.repository import state_key
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
-    from flow.engine import FlowEngine
     from flow.exchanger import FlowExchanger
     from flow.graph import Graph, Node
     from flow.workflow.controllers import StateController
@@ -64,6 +64,9 @@ class _FrontierDriver(WorkflowDriver):
 
     root: Graph | None = None
     reached_end = False
+    #: Whether a sub-graph call whose graph the engine lacks fails the walk
+    #: (``GraphNotFoundError``, as a real walk's does) instead of being left to the real walks.
+    every_sub_graph = False
 
     def on_node_end(self, exchanger: FlowExchanger, node: Node) -> None:
         super().on_node_end(exchanger, node)
@@ -79,7 +82,12 @@ class _FrontierDriver(WorkflowDriver):
         there. (A dry walk that passed the call as if completed would list the tasks after
         it while the sub-graph still runs; one that stopped at it would list none once the
         sub-graph is done, until a claim on the root graph completed the call.)"""
-        if not self._calls_sub_graph(exchanger.engine, node):
+        called = self._called_graph(node)
+        if called is not None and exchanger.engine.get_graph(called) is None:
+            if self.every_sub_graph:
+                raise GraphNotFoundError(called, instance_id=exchanger.context.instance_id)
+            called = None  # left to the real walks to report: the other branches still count
+        if called is None:
             super()._dry_auto(exchanger, intent, node, state)
             return
         self.post_handle_task(exchanger, node)
@@ -90,19 +98,18 @@ class _FrontierDriver(WorkflowDriver):
             intent.found(node, TaskState.COMPLETED, ctx)
             self.repository.state_put(ctx, node, TaskState.COMPLETED)
 
-    def _calls_sub_graph(self, engine: FlowEngine, node: Node) -> bool:
-        """Whether a real walk runs a sub-graph of ``engine`` at ``node`` (``task: "#id"``
-        under the standard driver; a driver of the application's own may run anything there).
-        A sub-graph the engine does not have is left to the real walks to report: the open
-        tasks of the other branches are still listed."""
+    def _called_graph(self, node: Node) -> str | None:
+        """The id of the sub-graph a real walk runs at ``node`` (``task: "#id"`` under the
+        standard driver; a driver of the application's own may run anything there)."""
         task = node.task
-        return (
+        if (
             isinstance(task, str)
             and task.startswith("#")
             and not names_nothing(task)
             and type(self.driver).post_handle_task is SimpleFlowDriver.post_handle_task
-            and engine.get_graph(task[1:]) is not None
-        )
+        ):
+            return task[1:]
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,10 +134,13 @@ def frontier(
     graph: Graph,
     ctx: FlowContext,
     data: Mapping[str, object] | None = None,
+    *,
+    every_sub_graph: bool = False,
 ) -> Frontier:
     """The frontier of ``graph`` for ``ctx.instance_id`` with the states the repository holds
     now (inside the caller's unit of work), its gateways deciding on ``data`` (default: the
-    context's own)."""
+    context's own). ``every_sub_graph``: a call of a sub-graph the engine lacks raises
+    ``GraphNotFoundError`` (a reindex cannot know the open tasks without it)."""
     overlay = OverlayRepository(executor.state_repository, ctx)
     driver = _FrontierDriver(
         executor.engine.get_driver(graph),
@@ -139,6 +149,7 @@ def frontier(
         dry_run=True,
     )
     driver.root = graph
+    driver.every_sub_graph = every_sub_graph
     # The graph driver's own node callbacks are for real walks (they may log or count).
     driver._inner_on_start = driver._inner_on_end = False
     # It follows every branch (a claim's walk stops at the first task): the executor's
@@ -175,6 +186,7 @@ def build_index(
     now: datetime | None = None,
     passed: tuple[Node, ...] = (),
     data: Mapping[str, object] | None = None,
+    every_sub_graph: bool = False,
 ) -> InstanceIndex:
     """The aggregate of the instance after an operation (states as the unit holds them now).
 
@@ -184,7 +196,8 @@ def build_index(
     ``now`` (default: the clock) stamps tasks opened and a status closed by it (a reindex
     passes the time the stored states were written). ``passed``: the tasks a FORWARD_JUMP
     forwarded, ``submitted`` first — a task it opens has them all in its lineage. ``data``:
-    the variables the gateways decide on (default: the context's).
+    the variables the gateways decide on (default: the context's). ``every_sub_graph``: see
+    :func:`frontier`.
     """
     stored = read.stored
     if (
@@ -193,7 +206,7 @@ def build_index(
         and action != TaskAction.RESTART
     ):
         return stored
-    found = frontier(executor, graph, ctx, data)
+    found = frontier(executor, graph, ctx, data, every_sub_graph=every_sub_graph)
     # Tasks keep lineage and opening time only within one graph (a RESTART may start the
     # instance over as another graph's, whose node ids may repeat the old one's).
     same_graph = stored is not None and stored.graph_id == graph.id

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flow._expression.limits import OperationBudget
 from flow._walk import call_task
 from flow.context import FlowContext
+from flow.errors import GraphNotFoundError
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
@@ -281,7 +282,7 @@ class WorkflowExecutor:
             if running is None:
                 return False
             _, current, _ = running
-            nodes = [n for n in (self._task_node(root, t) for t in current.tasks) if n]
+            nodes = [n for n in (self._task_node(root, t, ctx) for t in current.tasks) if n]
             for node in nodes:
                 self.state_repository.state_put(ctx, node, TaskState.TERMINATED)
             withdrawn = InstanceIndex(
@@ -408,11 +409,16 @@ class WorkflowExecutor:
                 return False
             # Named a sub-graph of the graph the states belong to: that graph's aggregate.
             root = root_by_states(self.engine, root, ctx.instance_id, read.states)
+            self._check_for_index(root, ctx)
             # The gateways are evaluated with the variables of the locked row, not ctx's: a
             # reindex stores none.
             stored = getattr(self.state_repository, "stored_variables", None)
             data = None if stored is None else stored(ctx)
-            fresh = build_index(self, root, ctx, read, read.states, now=as_of, data=data)
+            # A sub-graph the engine lacks is an error here (a claim's walk reports it when
+            # it gets there): without it the instance's open tasks are not known.
+            fresh = build_index(
+                self, root, ctx, read, read.states, now=as_of, data=data, every_sub_graph=True
+            )
             if not fresh.same_as(read.stored):
                 index.index_write(ctx, fresh, bookkeeping=True)
         return True
@@ -500,10 +506,18 @@ class WorkflowExecutor:
             return None
         return read, current, root
 
-    def _task_node(self, root: Graph, task: IndexedTask) -> Node | None:
-        """The node of an open task: of ``root``, or of the sub-graph it names."""
-        graph = root if task.graph_id is None else self.engine.get_graph(task.graph_id)
-        return None if graph is None else graph.get_node(task.node_id)
+    def _task_node(self, root: Graph, task: IndexedTask, ctx: FlowContext) -> Node | None:
+        """The node of an open task: of ``root``, or of the sub-graph it names; ``None`` when
+        the graph no longer has it (changed under a running instance: there is no state to
+        end). Raises :class:`GraphNotFoundError` (nothing written) for a sub-graph the engine
+        does not have: its task could not be terminated, and a withdraw ends every open
+        task or none."""
+        if task.graph_id is None:
+            return root.get_node(task.node_id)
+        graph = self.engine.get_graph(task.graph_id)
+        if graph is None:
+            raise GraphNotFoundError(task.graph_id, instance_id=ctx.instance_id)
+        return graph.get_node(task.node_id)
 
     def _index_end(
         self,

@@ -30,6 +30,7 @@ from flow.workflow import (
     WorkflowExecutor,
 )
 from flow_sqla import FlowTables, RepositoryError, migrations, reindex
+from flow_sqla.errors import UnstorableGraphError
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
@@ -1874,3 +1875,53 @@ def test_a_sub_graph_two_graphs_call_does_not_make_a_row_of_one_the_other_s(
     ):
         _NAMING_CALLS_B[operation](ex)
     assert (_rows(db), _index_rows(db), raw_row(db, "sh-1")) == before
+
+
+def _calls_review_as(review_id: str) -> str:
+    return CALLS_SUB_GRAPH.replace('task: "#review"', f'task: "#{review_id}"')
+
+
+def test_a_sub_graph_whose_ids_the_task_table_cannot_hold_is_refused_before_any_write(
+    db: sa.Engine,
+) -> None:
+    """The sub-graph's id is 80 characters: its tasks would go into the todo table's 64-char
+    ``graph_id``. The applicant's submit is refused with UnstorableGraphError before any
+    statement (it failed at the todo INSERT with the driver's error — or, on SQLite, stored
+    a task no claim could then take); a reindex reports such a row as a bad row."""
+    long_id = "r" * 80
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SUB_GRAPH_REVIEW.replace("id: review", f"id: {long_id}")))
+    engine.load(Graph.from_text(_calls_review_as(long_id)))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController())
+    before = _rows(db)
+    with pytest.raises(UnstorableGraphError, match="80 characters"):
+        ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("lg-1"))
+    assert _rows(db) == before
+    plain = sql_workflow(db, engine, state_controller=ActorStateController(), index=False)
+    plain.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("lg-2"))
+    bad: list[tuple[str, type[Exception]]] = []
+    indexed = reindex(
+        db,
+        engine,
+        state_controller=ActorStateController(),
+        on_bad_row=lambda instance_id, exc: bad.append((instance_id, type(exc))),
+    )
+    assert (indexed, bad) == (0, [("lg-2", UnstorableGraphError)])
+
+
+def test_a_reindex_without_a_sub_graph_the_instance_reached_names_it(db: sa.Engine) -> None:
+    """The engine lacks ``review``, which the row's instance has reached: a reindex raises
+    GraphNotFoundError naming it and the instance (it indexed the instance RUNNING with no
+    open task — in nobody's inbox, until a full reindex); with ``review`` loaded it lists
+    the reviewer's task."""
+    _main_and_review(db, index=False).submit_task_at(
+        "main", "apply", TaskAction.FORWARD, _applicant("nr-1")
+    )
+    without = FlowEngine()
+    without.load(Graph.from_text(CALLS_SUB_GRAPH))
+    with pytest.raises(GraphNotFoundError, match="'review' \\(instance 'nr-1'\\)"):
+        reindex(db, without, state_controller=ActorStateController())
+    assert _index_rows(db) == [("nr-1", None)]
+    ex = _main_and_review(db)
+    assert reindex(db, ex.engine, state_controller=ActorStateController()) == 1
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("nr-1")] == [("review", "check")]

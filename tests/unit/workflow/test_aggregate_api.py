@@ -20,6 +20,7 @@ from aggregate_walk import (
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
+from flow.errors import GraphNotFoundError
 from flow.workflow import (
     MAX_CURSOR,
     MAX_PAGE_SIZE,
@@ -963,3 +964,30 @@ def test_a_root_task_is_listed_before_a_sub_graph_s_task_of_the_same_node_id(
     assert ("beside", "x", ("apply",)) in opened()
     ex.withdraw("beside", as_("applicant", "b-2"))
     assert ex.state_repository.states("b-2")["beside:check"] == TaskState.TERMINATED
+
+
+def test_a_withdraw_that_cannot_terminate_a_sub_graph_s_task_writes_nothing(
+    engine: FlowEngine,
+) -> None:
+    """An executor whose engine lacks the sub-graph (the CLI has only the instance's own
+    graph) cannot terminate the sub-graph's open task: GraphNotFoundError naming it and the
+    instance, nothing written — it withdrew the instance and left that task WAITING, with
+    no history record."""
+    load(engine, _SUB_GRAPH_IN_TWO_STEPS)
+    load(engine, _CALLS_TWO_STEPS)
+    ex = WorkflowExecutor(engine, ActorStateController())
+    ex.submit_task_at(
+        "main2", "apply", TaskAction.FORWARD, FlowContext.of("w-1", {"actor": "applicant"})
+    )
+    assert ex.claim_task("review2", FlowContext.of("w-1", {"actor": "reviewer"})) is not None
+    root_only = FlowEngine()
+    load(root_only, _CALLS_TWO_STEPS)
+    recorder = ListRecorder()
+    other = WorkflowExecutor(
+        root_only, ActorStateController(), state_repository=ex.state_repository, recorder=recorder
+    )
+    states = ex.state_repository.states("w-1")
+    with pytest.raises(GraphNotFoundError, match="'review2' \\(instance 'w-1'\\)"):
+        other.withdraw("main2", FlowContext.of("w-1", {"actor": "applicant"}))
+    assert ex.state_repository.states("w-1") == states
+    assert (ex.status("w-1"), recorder.records) == (InstanceStatus.RUNNING, [])
