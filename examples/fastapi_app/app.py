@@ -83,7 +83,8 @@ MAX_AMOUNT = 2**31 - 1
 
 
 class NewExpense(BaseModel):
-    purpose: str = Field(min_length=1, max_length=200)
+    # No NUL: PostgreSQL's text types cannot hold one (the insert would fail with a 500).
+    purpose: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")
     # strict: ``true`` or ``"5"`` is not an amount
     amount: int = Field(gt=0, le=MAX_AMOUNT, strict=True)
 

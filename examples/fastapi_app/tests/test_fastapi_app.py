@@ -165,6 +165,7 @@ def test_concurrent_decisions_on_one_expense_give_one_200_and_409s(client: TestC
         b'{"purpose": "x", "amount": NaN}',
         b'{"purpose": "x", "amount": 1e400}',
         b'{"purpose": "\\ud800", "amount": 1}',
+        b'{"purpose": "Ta\\u0000xi", "amount": 1}',  # PostgreSQL's text holds no NUL
         b'{"\\ud800": 1}',
     ],
 )
