@@ -279,11 +279,7 @@ def _opened_lineage(
     return ()
 
 
-def claimed_only(
-    graph: Graph,
-    read: IndexRead,
-    states: Mapping[str, int],
-) -> InstanceIndex | None:
+def claimed_only(read: IndexRead, states: Mapping[str, int]) -> InstanceIndex | None:
     """The stored aggregate with states updated, when the only change since ``read`` is open
     tasks becoming WAITING (a claim): the frontier is then unchanged, no walk is needed.
     ``None`` when anything else changed."""

@@ -544,7 +544,7 @@ class WorkflowExecutor:
             # it (its walk ran on the caller's variables, which a read does not store).
             return
         # A claim on the stored graph leaves its frontier as it was; anything else walks.
-        fresh = None if vars_changed or not same_graph else claimed_only(graph, read, states)
+        fresh = None if vars_changed or not same_graph else claimed_only(read, states)
         if fresh is None:
             fresh = build_index(
                 self,
