@@ -20,7 +20,7 @@ from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
 from flow.workflow.aggregate import MAX_CURSOR
-from flow.workflow.errors import ConcurrentSubmitError
+from flow.workflow.errors import ConcurrentSubmitError, GraphMismatchError
 from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
 from flow_sqla._reads import read_time
@@ -71,9 +71,11 @@ def reindex(
 
     The graph of a row is the engine's graph with the stored graph's id (else the one in its
     state keys; of a sub-graph's keys, the loaded graph calling it), else the stored graph
-    itself. A row that cannot be indexed — no graph (``GraphNotFoundError``), a malformed row
-    (``SnapshotError``), a stored graph that does not load (``GraphDefinitionError``), states
-    of another graph only (``GraphMismatchError``), a walk that fails — raises its typed error
+    itself — unless the states are only another loaded graph's (the graph column keeps the
+    first graph; the instance restarted as another): then that graph. A row that cannot be
+    indexed — no graph (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored
+    graph that does not load (``GraphDefinitionError``), states of a graph the engine does not
+    have only (``GraphMismatchError``), a walk that fails — raises its typed error
     naming the instance; its batch is rolled back and the batches before it stay indexed. With
     ``on_bad_row(instance_id, error)`` such a row is reported instead and left unindexed
     (each row is then indexed inside a savepoint, which a bad row rolls back), and the batch
@@ -235,9 +237,18 @@ class _Batch:
         ctx = FlowContext.of(instance_id, connection=conn)
         # A row another process (a second reindex, a live operation) indexed since the window
         # was read is not indexed again, nor counted.
-        indexed = self.executor.reindex(
-            graph, ctx, as_of=read_time(row.update_time), unindexed_only=not self.all_rows
-        )
+        as_of, unindexed_only = read_time(row.update_time), not self.all_rows
+        try:
+            indexed = self.executor.reindex(graph, ctx, as_of=as_of, unindexed_only=unindexed_only)
+        except GraphMismatchError as exc:
+            # The graph column keeps the first graph (the Go plugin writes it once); the states
+            # are another's only (the instance restarted as it): index it as that graph's.
+            running = self.engine.get_graph(exc.stored_graph_id or "")
+            if running is None or running is graph:
+                raise
+            indexed = self.executor.reindex(
+                running, ctx, as_of=as_of, unindexed_only=unindexed_only
+            )
         if indexed and self.all_rows:
             # The executor writes the todo rows that differ from the row's stored index; a
             # full pass also checks the rows themselves against it (hand edits, stray rows).

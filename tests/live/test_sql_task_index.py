@@ -1925,3 +1925,25 @@ def test_a_reindex_without_a_sub_graph_the_instance_reached_names_it(db: sa.Engi
     ex = _main_and_review(db)
     assert reindex(db, ex.engine, state_controller=ActorStateController()) == 1
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("nr-1")] == [("review", "check")]
+
+
+def test_a_reindex_takes_the_graph_the_states_are_of_when_the_graph_column_names_another(
+    db: sa.Engine,
+) -> None:
+    """Written without the index, the instance restarted as ``switch-b``: the graph column
+    keeps ``switch-a`` (written once, as the Go plugin does), the states are ``switch-b``'s
+    only. A reindex indexes it as ``switch-b``'s (it raised GraphMismatchError: a bad row),
+    as a live claim naming ``switch-b`` would."""
+    plain = _switch_executor(db, index=False)
+    plain.claim_task("switch-a", _hr("sw-g"))
+    plain.submit_task_at("switch-b", "t", TaskAction.RESTART, _hr("sw-g"))
+    plain.claim_task("switch-b", _hr("sw-g"))
+    row = raw_row(db, "sw-g")
+    assert row is not None and row["graph"]["id"] == "switch-a"
+    assert list(row["states"]) == ["switch-b:t"]
+    ex = _switch_executor(db)
+    controller = ActorStateController("actor", "role")
+    assert reindex(db, ex.engine, state_controller=controller) == 1
+    assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("sw-g")] == [
+        ("switch-b", "t", TaskState.WAITING)
+    ]
