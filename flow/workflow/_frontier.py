@@ -29,7 +29,7 @@ from flow.workflow.aggregate import (
 )
 from flow.workflow.controllers import candidates_of
 from flow.workflow.driver import WorkflowDriver
-from flow.workflow.repository import state_key
+from flow.workflow.repository import key_of, state_key
 from flow.workflow.states import TaskAction, TaskState
 
 if TYPE_CHECKING:
@@ -89,14 +89,8 @@ class _FrontierDriver(WorkflowDriver):
             called = None  # left to the real walks to report: the other branches still count
         if called is None:
             super()._dry_auto(exchanger, intent, node, state)
-            return
-        self.post_handle_task(exchanger, node)
-        ctx = exchanger.context
-        if exchanger.is_stopped or exchanger.is_interrupted:
-            intent.found(node, TaskState.WAITING, ctx)
-        else:
-            intent.found(node, TaskState.COMPLETED, ctx)
-            self.repository.state_put(ctx, node, TaskState.COMPLETED)
+        else:  # its state changes go to the walk's overlay, as every state change here
+            self._run_task(exchanger, intent, node, state)
 
     def _called_graph(self, node: Node) -> str | None:
         """The id of the sub-graph a real walk runs at ``node`` (``task: "#id"`` under the
@@ -287,7 +281,7 @@ def claimed_only(read: IndexRead, states: Mapping[str, int]) -> InstanceIndex | 
     if stored is None:
         return None
     before = read.states
-    keys = [f"{t.graph_of(stored)}:{t.node_id}" for t in stored.tasks]
+    keys = [key_of(t.graph_of(stored), t.node_id) for t in stored.tasks]
     open_keys = set(keys)
     if before.keys() - states.keys():
         return None

@@ -103,10 +103,17 @@ class WorkflowDriver(FlowDriver):
         self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
     ) -> None:
         """An automatic node not run yet (UNKNOWN) or left WAITING: run its task code."""
-        ctx = exchanger.context
         if self.dry_run:
             self._dry_auto(exchanger, intent, node, state)
-            return
+        else:
+            self._run_task(exchanger, intent, node, state)
+
+    def _run_task(
+        self, exchanger: FlowExchanger, intent: WorkflowIntent, node: Node, state: TaskState
+    ) -> None:
+        """Run an automatic node's task code: it completes, or stays WAITING when its task
+        stopped the walk (or a sub-graph it ran did not reach its END)."""
+        ctx = exchanger.context
         self.post_handle_task(exchanger, node)
         if exchanger.is_stopped or exchanger.is_interrupted:
             intent.found(node, TaskState.WAITING, ctx)

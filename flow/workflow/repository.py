@@ -31,7 +31,12 @@ if TYPE_CHECKING:
 
 def state_key(node: Node) -> str:
     """The repository key of a node: ``"<graphId>:<nodeId>"``."""
-    return f"{node.graph.id}:{node.id}"
+    return key_of(node.graph.id, node.id)
+
+
+def key_of(graph_id: str, node_id: str) -> str:
+    """The repository key of node ``node_id`` of graph ``graph_id``."""
+    return f"{graph_id}:{node_id}"
 
 
 @runtime_checkable
@@ -372,5 +377,6 @@ __all__ = [
     "InMemoryStateRepository",
     "StateRepository",
     "SupportsUnitOfWork",
+    "key_of",
     "state_key",
 ]
