@@ -1824,13 +1824,7 @@ def test_a_sub_graph_s_tasks_are_in_the_inbox_and_follow_the_instance_on_sql(
     assert ex.inbox(_reviewer("m-6")) == []
 
 
-_SHARED = """
-id: shared
-layout:
-  - {id: s, type: start}
-  - {id: check, meta: {actor: reviewer}}
-  - {id: e, type: end}
-"""
+_SHARED = SUB_GRAPH_REVIEW.replace("id: review", "id: shared")
 _CALLS_SHARED_A = """
 id: calls-a
 layout:

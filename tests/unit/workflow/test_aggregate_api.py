@@ -834,13 +834,7 @@ def test_a_task_sent_back_inside_a_sub_graph_reopens_the_one_before_it(
     assert again is not None and again.node.id == "check"
 
 
-_REVIEW_WITH_CHECK = """
-id: review3
-layout:
-  - {id: s, type: start}
-  - {id: check, meta: {actor: reviewer}}
-  - {id: e, type: end}
-"""
+_REVIEW_WITH_CHECK = SUB_GRAPH_REVIEW.replace("id: review", "id: review3")
 _MAIN_WITH_CHECK = """
 id: main3
 layout:
