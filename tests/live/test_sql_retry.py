@@ -20,6 +20,8 @@ from flow_sqla import CommitOutcomeUnknownError, is_retryable, run_in_transactio
 
 SERVERS = ["mysql", "postgresql"]
 THREAD_TIMEOUT = 120.0
+#: B's lock wait limit in the in-process deadlock test (seconds).
+LOCK_TIMEOUT_S = 20
 
 
 def approve_on(ex: WorkflowExecutor, instance_id: str, actor: str) -> Callable[[Any], bool]:
@@ -282,10 +284,13 @@ def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
     has none by default.) In both cache modes: the process cache is not used in a caller's
     transaction."""
     backend = sa.make_url(server_url).get_backend_name()
+    # The deadlock this guards against ends only with B's lock timeout, which then fails the
+    # asserts below whatever its length; long enough that A's claim-to-commit never reaches
+    # it on a loaded machine (3 s once did, under a parallel test run).
     timeout = (
-        {"options": "-c lock_timeout=3000"}
+        {"options": f"-c lock_timeout={LOCK_TIMEOUT_S * 1000}"}
         if backend == "postgresql"
-        else {"init_command": "SET SESSION innodb_lock_wait_timeout = 3"}
+        else {"init_command": f"SET SESSION innodb_lock_wait_timeout = {LOCK_TIMEOUT_S}"}
     )
     eng = migrate(sa.create_engine(server_url, connect_args=timeout))
     observer = sa.create_engine(server_url, poolclass=sa.NullPool)
