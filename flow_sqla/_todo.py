@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
+from flow.errors import SnapshotError
 from flow.graph import Graph
 from flow.workflow.aggregate import (
     IndexedTask,
@@ -531,7 +532,6 @@ def _clipped(candidates: Sequence[str]) -> list[str]:
 
 
 def _open_task(row: RowMapping, candidates: tuple[str, ...]) -> OpenTask:
-    lineage = row["lineage"]
     return OpenTask(
         instance_id=row["instant_id"],
         graph_id=row["graph_id"],
@@ -539,9 +539,25 @@ def _open_task(row: RowMapping, candidates: tuple[str, ...]) -> OpenTask:
         node_title=row["node_name"] or row["node_id"],
         state=TaskState.of(row["state"]),
         candidates=candidates,
-        lineage=tuple(lineage) if isinstance(lineage, list) else (),
+        lineage=_stored_lineage(row),
         opened_at=row["create_time"],
         cursor=row["id"],
+    )
+
+
+def _stored_lineage(row: RowMapping) -> tuple[str, ...]:
+    """A todo row's ``lineage``: a JSON list of node ids (NULL: none). Anything else — a
+    value only a hand edit or another program writes — is a :class:`SnapshotError` naming
+    the instance, rather than a lineage of numbers that a send-back would look up."""
+    lineage = row["lineage"]
+    if lineage is None:
+        return ()
+    if isinstance(lineage, list) and all(isinstance(node, str) for node in lineage):
+        return tuple(lineage)
+    raise SnapshotError(
+        f"the lineage of the todo row of node {row['node_id']!r} holds "
+        f"{display_text(repr(lineage), 40)}, not a list of node ids; {_REBUILD_TODO}",
+        instance_id=row["instant_id"],
     )
 
 

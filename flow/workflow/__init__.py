@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flow.workflow.aggregate import (
     MAX_CURSOR,
+    MAX_IDENTITIES,
     MAX_PAGE_SIZE,
     IndexedTask,
     IndexRead,
@@ -46,6 +47,7 @@ from flow.workflow.task import Task
 
 __all__ = [
     "MAX_CURSOR",
+    "MAX_IDENTITIES",
     "MAX_PAGE_SIZE",
     "ActorStateController",
     "BlockStateController",

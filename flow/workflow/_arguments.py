@@ -5,7 +5,13 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 from __future__ import annotations
 
 from flow.context import FlowContext
-from flow.workflow.aggregate import MAX_CURSOR, MAX_PAGE_SIZE, InstanceStatus, OpenTask
+from flow.workflow.aggregate import (
+    MAX_CURSOR,
+    MAX_IDENTITIES,
+    MAX_PAGE_SIZE,
+    InstanceStatus,
+    OpenTask,
+)
 from flow.workflow.errors import InvalidArgumentTypeError, InvalidInstanceIdError, InvalidQueryError
 from flow.workflow.task import Task
 
@@ -23,6 +29,24 @@ def check_page(limit: int, after: int | None) -> None:
         raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
 
 
+def checked_identities(identities: tuple[object, ...]) -> tuple[str, ...]:
+    """The controller's ``identities(ctx)`` for an inbox: strings (a number would match on
+    one database and fail on another), at most :data:`MAX_IDENTITIES` distinct ones (an
+    unbounded list would make an unbounded statement); :class:`InvalidQueryError` else."""
+    distinct: dict[str, None] = {}
+    for identity in identities:
+        if not isinstance(identity, str):
+            raise InvalidQueryError(f"identity must be a string, got {type(identity).__name__}")
+        distinct[identity] = None
+    if len(distinct) > MAX_IDENTITIES:
+        raise InvalidQueryError(
+            f"identities(ctx) gave {len(distinct)} distinct identities; an inbox matches at "
+            f"most {MAX_IDENTITIES} (give the controller's identities the roles and groups "
+            "that tasks name as candidates)"
+        )
+    return tuple(distinct)
+
+
 def checked_instance_id(instance_id: object) -> str:
     """``instance_id`` when it can name an instance; :class:`InvalidInstanceIdError` for
     ``""``, whitespace and non-strings, on every repository alike."""
@@ -36,6 +60,13 @@ def check_filter(name: str, value: object) -> None:
     answers differently per database (an error on PostgreSQL, no match on the others)."""
     if value is not None and not isinstance(value, str):
         raise InvalidQueryError(f"{name} must be a string or None, got {value!r}")
+
+
+def check_context(ctx: object) -> None:
+    """Every operation takes the instance's :class:`FlowContext` (``None`` or a dict would
+    fail deep inside the walk or the controller with a bare ``AttributeError``)."""
+    if not isinstance(ctx, FlowContext):
+        raise InvalidArgumentTypeError("ctx", ctx, "a FlowContext (FlowContext.of(instance_id))")
 
 
 def check_task(task: object, ctx: FlowContext) -> None:
@@ -68,14 +99,21 @@ def check_sendable(task: object, ctx: FlowContext) -> None:
         raise InvalidArgumentTypeError(
             "task", task, "a Task, an OpenTask or None", instance_id=ctx.instance_id
         )
+    if isinstance(task, OpenTask) and not isinstance(task.node_id, str):
+        # An OpenTask built by hand: its node id is looked up in the graph.
+        raise InvalidArgumentTypeError(
+            "task.node_id", task.node_id, "a node id (str)", instance_id=ctx.instance_id
+        )
 
 
 __all__ = [
+    "check_context",
     "check_filter",
     "check_message",
     "check_page",
     "check_sendable",
     "check_task",
+    "checked_identities",
     "checked_instance_id",
     "checked_status",
 ]

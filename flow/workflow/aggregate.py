@@ -38,6 +38,11 @@ MAX_PAGE_SIZE = 10_000
 #: The largest cursor: cursors are row ids, 64-bit signed integers on every dialect.
 MAX_CURSOR = 2**63 - 1
 
+#: The most distinct identities an inbox matches (an actor and the roles or groups the
+#: controller's ``identities(ctx)`` gives). On SQL the page is one index range per identity,
+#: each skipping tasks listed under the others: the statement grows with their square.
+MAX_IDENTITIES = 64
+
 
 class InstanceStatus(IntEnum):
     """Where an instance stands. COMPLETED and TERMINATED are recomputed from the node states
@@ -198,6 +203,7 @@ class SupportsTaskIndex(Protocol):
 __all__ = [
     "LINEAGE_LIMIT",
     "MAX_CURSOR",
+    "MAX_IDENTITIES",
     "MAX_PAGE_SIZE",
     "IndexRead",
     "IndexedTask",

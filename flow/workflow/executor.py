@@ -24,11 +24,13 @@ from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
 from flow.workflow._arguments import (
+    check_context,
     check_filter,
     check_message,
     check_page,
     check_sendable,
     check_task,
+    checked_identities,
     checked_instance_id,
     checked_status,
 )
@@ -124,6 +126,7 @@ class WorkflowExecutor:
         run and complete, the claimed task becomes WAITING. Raises ``GraphNotFoundError``, and
         with the task index :class:`GraphMismatchError` when the instance runs another graph
         (so do the finds and the submits, a RESTART excepted)."""
+        check_context(ctx)
         root = self._graph(graph)
         self._check_for_index(root, ctx)
         with self._operation(ctx, lock=False):
@@ -140,6 +143,7 @@ class WorkflowExecutor:
     def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
         TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
+        check_context(ctx)
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
             index = self._indexing()
@@ -153,6 +157,7 @@ class WorkflowExecutor:
     def find_next_tasks(self, graph: Graph | str, ctx: FlowContext) -> list[Task]:
         """Every frontier task in discovery order: WAITING when this context may operate it,
         else UNKNOWN (parallel branches each contribute theirs)."""
+        check_context(ctx)
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
             index = self._indexing()
@@ -173,6 +178,7 @@ class WorkflowExecutor:
     ) -> None:
         """Apply ``action`` to ``task``'s node (no check that it is WAITING: see
         :meth:`submit_task_if_waiting`). Raises :class:`InvalidActionError` for UNKNOWN."""
+        check_context(ctx)
         check_message(message, ctx)
         check_task(task, ctx)
         self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=False)
@@ -190,6 +196,7 @@ class WorkflowExecutor:
         ``NodeNotFoundError``, :class:`InvalidActionError` and, with the task index,
         :class:`GraphMismatchError` when the instance runs another graph (a RESTART may start
         it over as ``graph``'s)."""
+        check_context(ctx)
         check_message(message, ctx)
         root = self._graph(graph)
         target = node if isinstance(node, Node) else root.get_node_or_throw(node)
@@ -200,6 +207,7 @@ class WorkflowExecutor:
     ) -> bool:
         """Submit only if ``task`` is WAITING — checked on the task, then again under the
         instance lock against the repository together with ``is_operatable``. True if done."""
+        check_context(ctx)
         check_message(message, ctx)
         if task is None:
             return False
@@ -220,13 +228,15 @@ class WorkflowExecutor:
         """Open tasks of RUNNING instances that ``ctx`` may operate (the controller's
         ``identities(ctx)`` meet the task's candidates), oldest first, each once. Page with
         ``after`` = the last task's ``cursor``. Raises :class:`IndexUnavailableError` when the
-        repository keeps no task index, :class:`InvalidQueryError` for a bad limit/cursor. On
+        repository keeps no task index, :class:`InvalidQueryError` for a bad limit/cursor
+        or identities that are not strings or more than ``MAX_IDENTITIES`` distinct ones. On
         SQL the page is read on ``ctx.connection`` when it holds one: it sees your
         transaction's own uncommitted steps."""
+        check_context(ctx)
         index = self._require_index("inbox")
         check_page(limit, after)
         check_filter("graph_id", graph_id)
-        identities = identities_of(self.state_controller, ctx)
+        identities = checked_identities(identities_of(self.state_controller, ctx))
         if not identities:
             return []
         return index.index_inbox(
@@ -274,6 +284,7 @@ class WorkflowExecutor:
         withdrawer), the status WITHDRAWN. False, writing nothing, when the instance is unknown
         or not RUNNING. Who may withdraw is the caller's decision (see
         :attr:`InstanceSummary.creator`). Raises :class:`IndexUnavailableError`."""
+        check_context(ctx)
         check_message(message, ctx)
         root = self._graph(graph)
         index = self._require_index("withdraw")
@@ -310,6 +321,7 @@ class WorkflowExecutor:
         WAITING for ``ctx`` (checked under the instance lock). Raises :class:`SendBackError`
         (nothing written) when there is no single earlier task to go back to,
         :class:`IndexUnavailableError` without a task index."""
+        check_context(ctx)
         check_message(message, ctx)
         if task is None:
             return False
@@ -401,6 +413,7 @@ class WorkflowExecutor:
         Only the index changes: the instance's updater and update time stay as they were.
         Named a sub-graph of the graph the stored states belong to, it indexes that graph;
         states of another graph only raise :class:`GraphMismatchError`, nothing written."""
+        check_context(ctx)
         root = self._graph(graph)
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):

@@ -12,7 +12,9 @@ import sqlalchemy as sa
 from _support import approve, ctx, every_row, executor, migrate
 
 from flow import FlowContext, FlowEngine, Graph
+from flow.errors import SnapshotError
 from flow.workflow import (
+    MAX_IDENTITIES,
     ActorStateController,
     InvalidArgumentTypeError,
     InvalidInstanceIdError,
@@ -203,6 +205,66 @@ def test_ids_and_filters_of_the_wrong_type_get_typed_errors(db: sa.Engine) -> No
         ex.instances(graph_id=["oa"])  # type: ignore[arg-type]
     with pytest.raises(InvalidQueryError, match="graph_id"):
         ex.inbox(ctx("x", "manager"), graph_id=5)  # type: ignore[arg-type]
+
+
+# -- the caller's identities: many, or not strings ----------------------------------------
+class _ManyRoles(ActorStateController):
+    """An actor in ``count`` roles (``role:r0`` ...), e.g. a directory's groups."""
+
+    def __init__(self, count: int, extra: tuple[Any, ...] = ()) -> None:
+        super().__init__("actor", "role")
+        self.count = count
+        self.extra = extra
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        roles = tuple(f"role:r{n}" for n in range(self.count))
+        return (*super().identities(ctx), *roles, *self.extra)
+
+
+def test_an_inbox_matches_up_to_max_identities_and_refuses_more(db: sa.Engine) -> None:
+    """Each identity is one index range of the inbox's one statement, and each range skips
+    tasks the others list: the statement grows with the square of their number (thousands
+    took the server's memory). Up to ``MAX_IDENTITIES`` distinct ones work — repeats count
+    once — and one more is an ``InvalidQueryError`` before any statement, on every dialect."""
+    engine = FlowEngine()
+    last = f"r{MAX_IDENTITIES - 2}"  # the actor's own identity + the roles make the maximum
+    engine.load(_role_graph("many", last))
+    controller = _ManyRoles(MAX_IDENTITIES - 1, extra=("role:r0",) * 500)
+    ex = sql_workflow(db, engine, state_controller=controller, index=True)
+    c = _as_role("m-1", last)
+    assert ex.claim_task("many", c) is not None  # the review is open, for role:<last>
+    page = ex.inbox(FlowContext.of(None, {"actor": "ann"}))
+    assert [(t.instance_id, t.node_id) for t in page] == [("m-1", "review")]
+    controller.count = MAX_IDENTITIES  # one more distinct identity
+    with pytest.raises(InvalidQueryError, match=f"at most {MAX_IDENTITIES}"):
+        ex.inbox(FlowContext.of(None, {"actor": "ann"}))
+
+
+@pytest.mark.parametrize("identity", [5, None, ["role:boss"], b"role:boss"])
+def test_an_identity_that_is_not_a_string_is_the_same_typed_error_on_every_dialect(
+    db: sa.Engine, identity: Any
+) -> None:
+    ex = sql_workflow(
+        db, FlowEngine(), state_controller=_ManyRoles(1, extra=(identity,)), index=True
+    )
+    with pytest.raises(InvalidQueryError, match="identity must be a string"):
+        ex.inbox(FlowContext.of(None, {"actor": "ann"}))
+
+
+def test_a_stored_lineage_that_is_not_node_ids_is_a_snapshot_error(db: sa.Engine) -> None:
+    """Only a hand edit or another program writes one: reported with its instance and the
+    remedy, not handed out as a lineage of numbers (a send-back would look them up)."""
+    ex = executor(db, index=True)
+    approve(ex, "lin-1", "employee", amount=1)
+    todo = sa.table("bpm_flow_todo", sa.column("lineage"), sa.column("instant_id"))
+    for stored in ("[1, 2]", "[null]", '{"a": 1}', '"apply"'):
+        with db.begin() as conn:
+            conn.execute(todo.update().where(todo.c.instant_id == "lin-1").values(lineage=stored))
+        with pytest.raises(SnapshotError, match="reindex") as caught:
+            ex.open_tasks("lin-1")
+        assert caught.value.instance_id == "lin-1"
+        with pytest.raises(SnapshotError, match="lineage"):
+            ex.inbox(ctx("lin-1", "manager"))
 
 
 def test_a_task_of_the_wrong_type_is_refused(db: sa.Engine) -> None:

@@ -23,6 +23,7 @@ from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
 from flow.errors import GraphNotFoundError
 from flow.workflow import (
     MAX_CURSOR,
+    MAX_IDENTITIES,
     MAX_PAGE_SIZE,
     ActorStateController,
     BlockStateController,
@@ -407,6 +408,72 @@ def test_ids_filters_messages_and_tasks_of_the_wrong_type_are_refused(
     with pytest.raises(InvalidArgumentTypeError, match="claim_task"):
         ex.submit_task_if_waiting(open_task, TaskAction.FORWARD, ctx)  # type: ignore[arg-type]
     assert (_nodes(ex, "x"), len(recorder.records)) == before
+
+
+class _Identities(ActorStateController):
+    """A controller whose callers have the identities given (a directory's groups, say)."""
+
+    def __init__(self, identities: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.given = identities
+
+    def identities(self, ctx: FlowContext) -> tuple[str, ...]:
+        return self.given
+
+
+def test_inbox_identities_are_strings_and_at_most_max_identities_distinct() -> None:
+    """The same typed error as on SQL, where a number would match on one database and fail
+    on another, and where each identity is one more index range of the page's statement."""
+    ex = WorkflowExecutor(flow_engine(), controller())
+    _approve(ex, "x", actor="alice")
+    ask = _ctx("x")
+    many = tuple(f"role:r{n}" for n in range(MAX_IDENTITIES - 1))
+    for given in ((5,), (None,), (["role:boss"],), ("role:boss", b"role:boss")):
+        ex.state_controller = _Identities(given)
+        with pytest.raises(InvalidQueryError, match="identity must be a string"):
+            ex.inbox(ask)
+    ex.state_controller = _Identities((*many, "role:boss", *("role:boss",) * 500))
+    open_now = [t.node_id for t in ex.open_tasks("x")]  # the boss's task
+    assert [t.node_id for t in ex.inbox(ask)] == open_now  # repeats count once
+    ex.state_controller = _Identities((*many, "role:boss", "role:one-more"))
+    with pytest.raises(InvalidQueryError, match=f"at most {MAX_IDENTITIES}"):
+        ex.inbox(ask)
+
+
+@pytest.mark.parametrize("bad", [None, {"actor": "alice"}, "x"])
+def test_every_operation_refuses_a_context_that_is_not_a_flow_context(
+    ex: WorkflowExecutor, bad: Any
+) -> None:
+    """Not a bare ``AttributeError`` from deep inside the walk or the controller."""
+    _approve(ex, "x", actor="alice")
+    task = ex.claim_task("excl", _ctx("x", role="boss"))
+    assert task is not None
+    calls: list[Callable[[], object]] = [
+        lambda: ex.claim_task("excl", bad),
+        lambda: ex.find_task("excl", bad),
+        lambda: ex.find_next_tasks("excl", bad),
+        lambda: ex.submit_task(task, TaskAction.FORWARD, bad),
+        lambda: ex.submit_task_at("excl", "approve", TaskAction.FORWARD, bad),
+        lambda: ex.submit_task_if_waiting(task, TaskAction.FORWARD, bad),
+        lambda: ex.inbox(bad),
+        lambda: ex.withdraw("excl", bad),
+        lambda: ex.send_back(task, bad),
+        lambda: ex.reindex("excl", bad),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidArgumentTypeError, match="ctx must be a FlowContext"):
+            call()
+    assert ex.status("x") == InstanceStatus.RUNNING
+
+
+def test_send_back_of_an_open_task_built_with_a_bad_node_id_is_refused(
+    ex: WorkflowExecutor,
+) -> None:
+    _approve(ex, "x", actor="alice")
+    (open_task,) = ex.open_tasks("x")
+    bad = dataclasses.replace(open_task, node_id=["approve"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentTypeError, match=r"task\.node_id"):
+        ex.send_back(bad, _ctx("x", role="boss"))
 
 
 @pytest.mark.parametrize(
