@@ -340,6 +340,7 @@ __all__ = [
     "EXACT_ID_COLUMNS",
     "ID_LENGTH",
     "MYSQL_TABLE_OPTIONS",
+    "ExactString",
     "FlowTables",
     "TableNames",
     "index_columns",

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -57,6 +58,7 @@ from flow_sqla import (
     run_in_transaction,
     sql_workflow,
 )
+from flow_sqla.tables import ExactString
 
 GRAPH_FILE = Path(__file__).resolve().parent.parent / "oa.yml"
 DEFAULT_URL = "sqlite:///fastapi-demo.sqlite"
@@ -70,7 +72,9 @@ metadata = sa.MetaData()
 expense = sa.Table(  # the app's own business table, written in the same transaction
     "expense",
     metadata,
-    sa.Column("instance_id", sa.String(64), primary_key=True),
+    # Compared exactly, as flow_sqla's own id columns: MySQL/MariaDB's default collation
+    # would match "EXP-1" or "exp-1 " to the row of "exp-1", another flow instance.
+    sa.Column("instance_id", ExactString(64), primary_key=True),
     sa.Column("purpose", sa.String(200), nullable=False),
     sa.Column("amount", sa.Integer, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
@@ -144,6 +148,8 @@ def transaction(request: Request) -> Iterator[sa.Connection]:
 Conn = Annotated[sa.Connection, Depends(transaction, scope="function")]
 #: Who calls (your authentication would say); as long as the flow tables' actor columns.
 Actor = Annotated[str, Header(alias="X-Actor", min_length=1, max_length=64)]
+#: An expense id from a URL: no NUL (PostgreSQL's text cannot hold one; the query would fail).
+ExpenseId = Annotated[str, PathParam(pattern=r"^[^\x00]*$")]
 
 
 def _safe(part: object) -> object:
@@ -234,17 +240,17 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return run_in_transaction(engine, file)  # a blind submit: never re-run after COMMIT
 
     @app.get("/expenses/{instance_id}")
-    def get_expense(instance_id: str, conn: Conn) -> ExpenseOut:
+    def get_expense(instance_id: ExpenseId, conn: Conn) -> ExpenseOut:
         """The expense with the tasks it waits on (empty once approved or rejected)."""
         return _expense_out(conn, workflow, graph, instance_id)
 
     @app.get("/expenses/{instance_id}/tasks")
-    def get_tasks(instance_id: str, conn: Conn) -> list[TaskOut]:
+    def get_tasks(instance_id: ExpenseId, conn: Conn) -> list[TaskOut]:
         """Who has to act now: the tasks the expense waits on."""
         return _expense_out(conn, workflow, graph, instance_id).tasks
 
     @app.post("/expenses/{instance_id}/decisions")
-    def decide(instance_id: str, body: Decision, actor: Actor) -> ExpenseOut:
+    def decide(instance_id: ExpenseId, body: Decision, actor: Actor) -> ExpenseOut:
         """Approve, send back or reject the task ``actor`` is responsible for, with a message."""
 
         def decide_once(conn: sa.Connection) -> ExpenseOut:
@@ -270,7 +276,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return run_in_transaction(engine, decide_once, idempotent=True)
 
     @app.get("/expenses/{instance_id}/history")
-    def get_history(instance_id: str, conn: Conn) -> list[HistoryOut]:
+    def get_history(instance_id: ExpenseId, conn: Conn) -> list[HistoryOut]:
         """The audit trail, oldest first."""
         _expense_row(conn, instance_id)
         return [
@@ -309,7 +315,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         )
 
     @app.post("/expenses/{instance_id}/withdraw")
-    def withdraw(instance_id: str, actor: Actor, body: Comment | None = None) -> ExpenseOut:
+    def withdraw(instance_id: ExpenseId, actor: Actor, body: Comment | None = None) -> ExpenseOut:
         """The employee who filed the expense takes it back while it is still running."""
 
         def withdraw_once(conn: sa.Connection) -> ExpenseOut:
@@ -333,7 +339,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return run_in_transaction(engine, withdraw_once, idempotent=True)
 
     @app.post("/expenses/{instance_id}/send-back")
-    def send_back(instance_id: str, actor: Actor, body: Comment | None = None) -> ExpenseOut:
+    def send_back(instance_id: ExpenseId, actor: Actor, body: Comment | None = None) -> ExpenseOut:
         """Send the caller's task back to whoever actually sent it (the task's lineage, not
         the graph's topology: compare ``send_back`` in decisions, which is TaskAction.BACK)."""
 

@@ -1,5 +1,6 @@
-"""Fixtures for the FastAPI example: a TestClient on SQLite and on a throwaway MariaDB/MySQL
-database (``FLOW_MYSQL_DSN``; skipped without it unless ``FLOW_REQUIRE_MYSQL=1``)."""
+"""Fixtures for the FastAPI example: a TestClient on SQLite and on throwaway MariaDB/MySQL and
+PostgreSQL databases (``FLOW_MYSQL_DSN``, ``FLOW_PG_DSN``; skipped without them unless
+``FLOW_REQUIRE_MYSQL=1`` / ``FLOW_REQUIRE_PG=1``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ if str(REPO) not in sys.path:  # the example is run from a checkout, not install
 from examples.fastapi_app.app import create_app  # noqa: E402
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.live)])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("mysql", marks=pytest.mark.live),
+        pytest.param("postgresql", marks=pytest.mark.live),
+    ]
+)
 def database_url(request: pytest.FixtureRequest, make_database_url: Callable[[str], str]) -> str:
     """A throwaway database (the repository's root conftest.py makes it)."""
     return make_database_url(request.param)

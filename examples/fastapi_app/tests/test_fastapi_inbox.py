@@ -147,3 +147,48 @@ def test_values_the_tables_cannot_hold_are_refused_with_422(client: TestClient) 
     assert nul.status_code == 422, nul.text
     assert client.get("/inbox", headers={"X-Actor": "man\u0000ager"}).status_code == 422
     assert expenses(inbox(client, MANAGER)) == []
+
+
+def test_an_expense_id_differing_in_case_or_trailing_space_is_another_expense(
+    client: TestClient,
+) -> None:
+    """The flow's ids compare exactly, so must the app's own: with MariaDB's default collation
+    ``EXP-…`` or ``exp-… `` found the expense row while naming another flow instance — a
+    decision on it started that instance and overwrote the real expense's status."""
+    expense_id = file_expense(client, 100)
+    before = client.get(f"/expenses/{expense_id}").json()
+    for variant in (expense_id.upper(), expense_id + " "):
+        assert client.get(f"/expenses/{variant}").status_code == 404
+        decided = client.post(
+            f"/expenses/{variant}/decisions", json={"decision": "approve"}, headers=EMPLOYEE
+        )
+        assert decided.status_code == 404, decided.text
+        assert (
+            client.post(f"/expenses/{variant}/withdraw", json={}, headers=EMPLOYEE).status_code
+            == 404
+        )
+    assert client.get(f"/expenses/{expense_id}").json() == before
+    assert expenses(inbox(client, MANAGER)) == [expense_id]
+
+
+def test_an_expense_id_with_nul_is_refused_as_bad_input(client: TestClient) -> None:
+    """PostgreSQL's text cannot hold NUL: the query failed with a 500 there."""
+    expense_id = file_expense(client, 100)
+    bad = expense_id + "%00"
+    for method, path in [
+        ("GET", ""),
+        ("GET", "/history"),
+        ("GET", "/tasks"),
+        ("POST", "/withdraw"),
+        ("POST", "/send-back"),
+        ("POST", "/decisions"),
+    ]:
+        body = {"decision": "approve"} if path == "/decisions" else {}
+        response = client.request(
+            method,
+            f"/expenses/{bad}{path}",
+            headers=MANAGER,
+            json=body if method == "POST" else None,
+        )
+        assert response.status_code == 422, (method, path, response.text)
+    assert expenses(inbox(client, MANAGER)) == [expense_id]
