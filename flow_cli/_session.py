@@ -107,14 +107,23 @@ class GraphRule:
     ``flow reindex``: one pass over instances of many graphs indexes each as the other
     commands would write it."""
 
+    #: Graphs whose choice is kept (a reindex parses a graph per row that stores its own).
+    KEPT = 1024
+
     def __init__(self) -> None:
-        self._chosen: dict[int, StateController] = {}
+        # The graph is kept with its choice: a graph freed after its row would otherwise
+        # leave its id to the next row's graph, which would get this one's controller.
+        self._chosen: dict[int, tuple[Graph, StateController]] = {}
 
     def _for(self, node: Node) -> StateController:
         graph = node.graph
-        chosen = self._chosen.get(id(graph))
-        if chosen is None:
-            chosen = self._chosen[id(graph)] = controller_for(graph)
+        found = self._chosen.get(id(graph))
+        if found is not None and found[0] is graph:
+            return found[1]
+        if len(self._chosen) >= self.KEPT:
+            self._chosen.clear()
+        chosen = controller_for(graph)
+        self._chosen[id(graph)] = (graph, chosen)
         return chosen
 
     def is_operatable(self, ctx: FlowContext, node: Node) -> bool:
