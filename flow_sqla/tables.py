@@ -65,6 +65,20 @@ def _derived(name: str, source: str) -> str:
     return name
 
 
+def _check_distinct(tables: dict[str, str]) -> None:
+    """The tables of one set are four different tables — compared without case, as SQLite
+    and MySQL/MariaDB on case-insensitive file systems compare table names. (Two roles on
+    one table made SQLAlchemy refuse the second definition, and a migration create part of
+    the set before failing.)"""
+    seen: dict[str, str] = {}
+    for role, name in tables.items():
+        other = seen.setdefault(name.lower(), role)
+        if other != role:
+            raise InvalidIdentifierError(
+                name, kind="table name", reason=f"{other} and {role} must name different tables"
+            )
+
+
 @dataclass(frozen=True, kw_only=True)
 class TableNames:
     """The validated names of one table set: tables, schema, version table, constraints.
@@ -94,7 +108,8 @@ class TableNames:
         The version table defaults to ``flow_alembic_version`` for the default table names and
         to ``<repo_table>_alembic_version`` otherwise, so table sets keep separate histories;
         the open-task table likewise to ``bpm_flow_todo`` or ``<repo_table>_todo``.
-        Raises :class:`InvalidIdentifierError` naming the first bad identifier.
+        Raises :class:`InvalidIdentifierError` naming the first bad identifier, or a name
+        given to two of the tables.
         """
         repo = validate_identifier(repo_table, kind="table name")
         task = validate_identifier(task_table, kind="table name")
@@ -110,6 +125,14 @@ class TableNames:
             defaults = (repo, task) == (DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE)
             todo_table = DEFAULT_TODO_TABLE if defaults else _derived(f"{repo}_todo", repo)
         todo = validate_identifier(todo_table, kind="table name")
+        _check_distinct(
+            {
+                "repo_table": repo,
+                "task_table": task,
+                "todo_table": todo,
+                "version_table": version_table,
+            }
+        )
         names = cls(
             repo_table=repo,
             task_table=task,

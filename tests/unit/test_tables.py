@@ -171,3 +171,24 @@ def test_custom_task_table_alone_also_gets_its_own_version_table() -> None:
 def test_bad_version_table_is_rejected() -> None:
     with pytest.raises(InvalidIdentifierError, match="version table"):
         TableNames.create(version_table="v-1")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"repo_table": "same", "task_table": "same"},
+        {"repo_table": "r1", "task_table": "t1", "todo_table": "t1"},
+        {"repo_table": "r1", "task_table": "t1", "version_table": "r1"},
+        {"repo_table": "r1", "task_table": "t1", "version_table": "T1"},
+        {"repo_table": "r1", "task_table": "r1_todo"},  # the todo table derived from r1
+    ],
+)
+def test_one_table_named_for_two_roles_is_rejected_before_any_sql(kwargs: dict[str, Any]) -> None:
+    """SQLAlchemy refused the second definition with its own error, and a migration created
+    part of the set first (MariaDB commits each DDL statement)."""
+    with pytest.raises(InvalidIdentifierError, match="must name different tables"):
+        TableNames.create(**kwargs)
+    table_kwargs = {k: v for k, v in kwargs.items() if k != "version_table"}
+    if "version_table" not in kwargs:
+        with pytest.raises(InvalidIdentifierError, match="must name different tables"):
+            FlowTables(**table_kwargs)
