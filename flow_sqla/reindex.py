@@ -325,6 +325,8 @@ def _graph_doc(instance_id: str, value: Any) -> dict[str, Any] | None:
             break
         text = value.decode() if isinstance(value, bytes) else value
         text = text.strip()
+        if text == "null":  # JSON null: no graph stored (the states name it)
+            return None
         if not text.startswith(("{", '"', "[")):
             return {"id": text} if text else None
         value = _decoded(instance_id, "graph", text)

@@ -849,6 +849,24 @@ def test_reindex_names_a_row_that_names_no_graph(db: sa.Engine) -> None:
         reindex(db, flow_engine_oa(), state_controller=controller_oa())
 
 
+def test_reindex_reads_a_graph_column_holding_json_null_as_no_graph(db: sa.Engine) -> None:
+    """Go's ``json.Marshal`` of a nil value writes the literal ``null``: no graph stored, as a
+    SQL NULL — the row is indexed by its states' graph (it was taken for a graph named
+    "null": ``GraphNotFoundError``)."""
+    plain = executor(db, index=False)
+    approve(plain, "jn-1", "employee", amount=1)
+    _set_row(db, "jn-1", graph="null")
+    bad: list[tuple[str, str]] = []
+    reindex(
+        db,
+        flow_engine_oa(),
+        state_controller=controller_oa(),
+        on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
+    )
+    assert bad == []
+    assert [t.node_id for t in executor(db, index=True).open_tasks("jn-1")] == ["manager"]
+
+
 def test_reindex_names_a_graph_it_does_not_have_and_the_instance(db: sa.Engine) -> None:
     """A row that names its graph only by id (its states' keys), the graph not loaded: the
     error carries the graph id and the instance apart, for a caller to act on."""
