@@ -64,7 +64,7 @@ from flow.workflow.errors import (
     SendBackError,
 )
 from flow.workflow.records import TaskRecord, form_id_of
-from flow.workflow.repository import InMemoryStateRepository, state_key
+from flow.workflow.repository import InMemoryStateRepository, key_of, state_key
 from flow.workflow.states import TaskAction, TaskState
 from flow.workflow.task import Task
 
@@ -77,6 +77,8 @@ if TYPE_CHECKING:
 _ASSIGNEE_KEYS = ("actor",)
 #: States of a task that is the current one (a record's target) rather than one passed.
 _CURRENT_STATES = (TaskState.WAITING, TaskState.UNKNOWN)
+#: The states a task that is no longer open has.
+_SETTLED = (int(TaskState.COMPLETED), int(TaskState.TERMINATED))
 
 
 class WorkflowExecutor:
@@ -495,8 +497,10 @@ class WorkflowExecutor:
         self, graph: Graph, ctx: FlowContext, read: IndexRead
     ) -> InstanceIndex | None:
         """The stored aggregate, or the one computed now for a stored instance without one
-        (written before the index existed); ``None`` for an unknown instance."""
-        if read.stored is not None:
+        (written before the index existed) or whose states moved on without it (the Go
+        plugin, an ``index=False`` writer: a stored open task is done) — a withdraw must not
+        write TERMINATED over a task completed meanwhile; ``None`` for an unknown instance."""
+        if read.stored is not None and not _tasks_settled(read.stored, read.states):
             return read.stored
         if not read.stored_before:
             return None
@@ -896,6 +900,14 @@ def _closed_to(read: IndexRead, action: TaskAction) -> bool:
         stored is not None
         and stored.status == InstanceStatus.WITHDRAWN
         and action != TaskAction.RESTART
+    )
+
+
+def _tasks_settled(index: InstanceIndex, states: Mapping[str, int]) -> bool:
+    """Whether a task ``index`` holds open is COMPLETED or TERMINATED in ``states``: the
+    states were written without the index since it was stored."""
+    return any(
+        states.get(key_of(task.graph_of(index), task.node_id)) in _SETTLED for task in index.tasks
     )
 
 

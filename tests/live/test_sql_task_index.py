@@ -1755,6 +1755,25 @@ def test_a_reindex_of_one_instance_naming_a_sub_graph_indexes_its_root_graph(
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("m-3")] == [("main", "done")]
 
 
+def test_withdraw_after_states_moved_on_without_the_index_acts_on_the_states(
+    db: sa.Engine,
+) -> None:
+    """A writer without the index (the Go plugin, ``index=False``) finished or terminated an
+    indexed instance: its stored open task is done. A withdraw trusting the index wrote
+    TERMINATED over the completed task, marked the finished instance WITHDRAWN and recorded
+    a TERMINATE for it. It now decides on the states, as for a row never indexed: the
+    instance is not running, so nothing is written."""
+    indexed, plain = executor(db, index=True), executor(db, index=False)
+    for instance_id, action in (("done-1", TaskAction.FORWARD), ("ended-1", TaskAction.TERMINATE)):
+        assert approve(indexed, instance_id, "employee", amount=1)  # the manager's task open
+        assert [t.node_id for t in indexed.open_tasks(instance_id)] == ["manager"]
+        c = ctx(instance_id, "manager")
+        assert plain.submit_task_if_waiting(plain.claim_task("oa", c), action, c)
+        before = every_row(db)
+        assert indexed.withdraw("oa", ctx(instance_id, "employee")) is False
+        assert every_row(db) == before
+
+
 def test_withdraw_of_a_row_never_indexed_holding_only_a_sub_graph_s_states_withdraws_it(
     db: sa.Engine,
 ) -> None:
