@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flow._expression.limits import OperationBudget
 from flow._walk import call_task
 from flow.context import FlowContext
-from flow.errors import GraphNotFoundError
+from flow.errors import GraphNotFoundError, SnapshotError
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
@@ -79,6 +79,7 @@ _ASSIGNEE_KEYS = ("actor",)
 _CURRENT_STATES = (TaskState.WAITING, TaskState.UNKNOWN)
 #: The states a task that is no longer open has.
 _SETTLED = (int(TaskState.COMPLETED), int(TaskState.TERMINATED))
+_WAITING_CODE = int(TaskState.WAITING)
 
 
 class WorkflowExecutor:
@@ -434,9 +435,39 @@ class WorkflowExecutor:
             fresh = build_index(
                 self, root, ctx, read, read.states, now=as_of, data=data, every_sub_graph=True
             )
+            if fresh.status != InstanceStatus.WITHDRAWN:
+                self._check_waiting_tasks_open(root, ctx, read.states, fresh)
             if not fresh.same_as(read.stored):
                 index.index_write(ctx, fresh, bookkeeping=True)
         return True
+
+    def _check_waiting_tasks_open(
+        self, root: Graph, ctx: FlowContext, states: Mapping[str, int], fresh: InstanceIndex
+    ) -> None:
+        """Refuse to index an instance whose stored variables route the walk past a human task
+        its states hold WAITING: the Go plugin stores the variables of an instance's first
+        write only, so a later step decided on others (``days: 3`` → the lead's task) while
+        the stored ones (``days: 12``) lead elsewhere — the index would list a task nobody
+        waits on. :class:`SnapshotError`, nothing written; the instance's next submit (or a
+        claim that changes a state) indexes it, routing on its own variables."""
+        opened = {key_of(task.graph_of(fresh), task.node_id) for task in fresh.tasks}
+        for key, code in states.items():
+            if code != _WAITING_CODE or key in opened:
+                continue
+            graph_id, _, node_id = key.partition(":")
+            graph = root if graph_id == root.id else self.engine.get_graph(graph_id)
+            node = None if graph is None else graph.get_node(node_id)
+            if node is None or node.type != NodeType.ACTIVITY:
+                continue
+            if self.state_controller.is_auto_forward(ctx, node):
+                continue  # an automatic node its task code left waiting: never an open task
+            raise SnapshotError(
+                f"Stored states and variables disagree: {node_id!r} of graph {graph_id!r} is "
+                "WAITING, but the walk on the stored variables does not reach it (the Go "
+                "plugin stores an instance's first variables only); its next submit indexes it "
+                "on the variables it carries",
+                instance_id=ctx.instance_id,
+            )
 
     # -- the approval aggregate: bookkeeping -----------------------------------------------
     def _indexing(self) -> SupportsTaskIndex | None:

@@ -867,6 +867,34 @@ def test_reindex_reads_a_graph_column_holding_json_null_as_no_graph(db: sa.Engin
     assert [t.node_id for t in executor(db, index=True).open_tasks("jn-1")] == ["manager"]
 
 
+def test_reindex_refuses_a_row_whose_variables_route_past_the_task_it_waits_on(
+    db: sa.Engine,
+) -> None:
+    """The Go plugin stores an instance's first variables only: a later step decided on
+    others (``amount: 1``, the manager's task, now WAITING) while the stored ones
+    (``amount: 9000``) lead to the director's. Indexed on those, the director's inbox listed
+    a task nobody waits on and a withdraw terminated it, leaving the manager's WAITING. The
+    row is a bad row instead (nothing written); its next submit indexes it on its own
+    variables."""
+    plain = executor(db, index=False)
+    assert approve(plain, "gv-1", "employee", amount=1)
+    assert plain.claim_task("oa", ctx("gv-1", "manager")) is not None  # manager WAITING
+    _set_row(db, "gv-1", vars='{"amount": 9000}')
+    before = every_row(db)
+    bad: list[tuple[str, str]] = []
+    reindex(
+        db,
+        flow_engine_oa(),
+        state_controller=controller_oa(),
+        on_bad_row=lambda instance_id, error: bad.append((instance_id, type(error).__name__)),
+    )
+    assert bad == [("gv-1", "SnapshotError")]
+    assert every_row(db) == before
+    indexed = executor(db, index=True)
+    assert approve(indexed, "gv-1", "manager", amount=1)
+    assert indexed.status("gv-1") == InstanceStatus.COMPLETED
+
+
 def test_reindex_names_a_graph_it_does_not_have_and_the_instance(db: sa.Engine) -> None:
     """A row that names its graph only by id (its states' keys), the graph not loaded: the
     error carries the graph id and the instance apart, for a caller to act on."""
