@@ -65,14 +65,26 @@ def our_revisions(script: ScriptDirectory) -> frozenset[str]:
 
 def plan(conn: sa.Connection, names: TableNames, revisions: frozenset[str]) -> Adoption | None:
     """``None`` when our own version table records a revision or the tables do not exist
-    (the plain run applies); otherwise how to adopt. Reads only.
+    (the plain run applies); otherwise how to adopt. Reads only. Raises
+    :class:`RepositoryError` when our version table records one of our revisions for a
+    table set none of whose tables exists (two sets given one version table: the second
+    set's upgrade did nothing and ``current()`` reported the first set's revision).
 
     A host's ``alembic_version`` counts only while the tables exist: its row describes the
     tables the host's run created, which may have other names than these."""
-    if _heads(conn, names.version_table, names.schema):
-        return None
     inspector = sa.inspect(conn)
     tables = (names.repo_table, names.task_table)
+    own = _heads(conn, names.version_table, names.schema)
+    if own:
+        ours = [head for head in own if head in revisions]  # a host's own table holds others
+        if ours and not any(inspector.has_table(name, schema=names.schema) for name in tables):
+            raise RepositoryError(
+                f"Version table {names.version_table!r} records {', '.join(ours)} but neither "
+                f"{names.repo_table!r} nor {names.task_table!r} exists: it records another "
+                "table set (give each set its own version_table) or the tables were dropped "
+                "by hand (delete its row too); nothing was migrated"
+            )
+        return None
     if not any(inspector.has_table(name, schema=names.schema) for name in tables):
         return None
     if names.version_table != HOST_VERSION_TABLE:

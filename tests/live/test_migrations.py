@@ -14,7 +14,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from flow_sqla import FlowTables
+from flow_sqla import FlowTables, RepositoryError
 from flow_sqla.migrations import current, downgrade, make_config, upgrade
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +76,21 @@ def test_custom_table_set_lives_beside_the_default_one_with_its_own_history(
     upgrade(engine, "flow0001", **CUSTOM)
     assert {"acme_repo", "acme_task", "acme_repo_alembic_version"} <= _tables(engine)
     assert (current(engine), current(engine, **CUSTOM)) == (HEAD, "flow0001")
+
+
+def test_a_version_table_recording_another_table_set_is_refused(engine: sa.Engine) -> None:
+    """Two sets given one version table: the second set's upgrade found the first set's
+    revision recorded, did nothing, and ``current()`` then reported it for tables that do
+    not exist. Now both refuse, naming the version table; nothing is created."""
+    upgrade(engine)
+    shared = {**CUSTOM, "version_table": "flow_alembic_version"}
+    before = _tables(engine)
+    with pytest.raises(RepositoryError, match="'flow_alembic_version' records flow"):
+        upgrade(engine, **shared)
+    with pytest.raises(RepositoryError, match="give each set its own version_table"):
+        current(engine, **shared)
+    assert _tables(engine) == before
+    assert current(engine) == HEAD
 
 
 def test_downgrade_base_removes_both_tables(engine: sa.Engine) -> None:
