@@ -4,9 +4,12 @@ One row per (open task, candidate). An operation writes only what changed betwee
 aggregate it read (with the row lock) and the one it stores: rows of closed tasks are deleted,
 rows of opened tasks inserted, a task that only became WAITING gets its ``state`` updated —
 each at most one statement (executemany, compiled once per dialect: :mod:`flow_sqla._prepared`),
-every row addressed by its full unique key ``(instant_id, node_id, candidate)``, so InnoDB takes
-record locks only, never the gap locks a range on ``instant_id`` would take (which would let
-two instances deadlock at REPEATABLE READ).
+every row addressed by its full unique key ``(instant_id, node_id, candidate)``, never by a
+range on ``instant_id`` (whose gap locks would let neighbouring instances deadlock at
+REPEATABLE READ on every write). InnoDB still takes a next-key lock for a delete through that
+unique secondary key, and a shared one on the next key when an insert meets a delete-marked
+duplicate: at REPEATABLE READ on MariaDB/MySQL, neighbouring instances can still wait for each
+other and, rarely, deadlock (docs/tasks.md says when).
 """
 
 from __future__ import annotations
