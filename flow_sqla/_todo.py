@@ -6,10 +6,10 @@ rows of opened tasks inserted, a task that only became WAITING gets its ``state`
 each at most one statement (executemany, compiled once per dialect: :mod:`flow_sqla._prepared`),
 every row addressed by its full unique key ``(instant_id, node_id, candidate)``, never by a
 range on ``instant_id`` (whose gap locks would let neighbouring instances deadlock at
-REPEATABLE READ on every write). InnoDB still takes a next-key lock for a delete through that
-unique secondary key, and a shared one on the next key when an insert meets a delete-marked
-duplicate: at REPEATABLE READ on MariaDB/MySQL, neighbouring instances can still wait for each
-other and, rarely, deadlock (docs/tasks.md says when).
+REPEATABLE READ on every write). The locks InnoDB still takes beyond the key — a delete
+through that unique secondary key takes the gap before it, an insert meeting a delete-marked
+duplicate the next key — stay in the instance's range thanks to its sentinel row
+(:data:`SENTINEL_NODE`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, RowMapping
 
 from flow.errors import SnapshotError
@@ -48,6 +49,17 @@ _Shape = tuple[int, int, int]
 MERGE_ROWS = 16
 
 _KEY = ("instant_id", "node_id", "candidate")
+
+#: The node id of an instance's *sentinel* todo row on MySQL/MariaDB: the greatest key of the
+#: instance's range of the ``(instant_id, node_id, candidate)`` index (no node id sorts after
+#: 64 U+10FFFF), with the candidate ``""`` that no identity matches. InnoDB deletes a row found
+#: through that unique index with a next-key lock (the key and the gap before it), and checks
+#: the key after a re-inserted one with a shared lock: without the sentinel the gap before an
+#: instance's first key and the key after its last one were its neighbours', so operations on
+#: neighbouring instances waited for each other and deadlocked at REPEATABLE READ. With it,
+#: each instance's locks stay in its own range. Written with the instance's first task rows
+#: (in the same INSERT), kept while the instance lives; never listed, never counted.
+SENTINEL_NODE = "\U0010ffff" * 64
 
 #: What to do about a todo row that does not read: the rows are derived from the states.
 _REBUILD_TODO = (
@@ -121,12 +133,16 @@ class TodoTable:
     """Statements on ``tables.todo`` (and the index columns of ``tables.repository``), built
     once with bound parameters."""
 
-    def __init__(self, tables: FlowTables, *, keys_through_join: bool = False) -> None:
+    def __init__(
+        self, tables: FlowTables, *, keys_through_join: bool = False, sentinel: bool = False
+    ) -> None:
         """``keys_through_join`` (MySQL/MariaDB, see ``DialectOps.keys_through_join``): the
         DELETE and UPDATE by key join the instance row, so that the server's join optimizer
         reads the todo row as a *const* table through the unique key whatever its statistics
         say (a single-table DELETE is costed, and on a churning table may walk the
-        ``(candidate, id)`` index instead, locking every row of that candidate)."""
+        ``(candidate, id)`` index instead, locking every row of that candidate). ``sentinel``
+        (MySQL/MariaDB): instances get their :data:`SENTINEL_NODE` row."""
+        self.sentinel = sentinel
         todo = self._todo = tables.todo
         repo = self._repo = tables.repository
         key = [todo.c[name] == sa.bindparam(f"k_{name}", type_=todo.c[name].type) for name in _KEY]
@@ -141,10 +157,12 @@ class TodoTable:
             .where(*key)
             .values(state=sa.bindparam("k_state", type_=todo.c.state.type))
         )
-        self._insert = (
-            todo.insert()
-            .inline()
-            .values({name: sa.bindparam(name, type_=todo.c[name].type) for name in _ROW_COLUMNS})
+        values = {name: sa.bindparam(name, type_=todo.c[name].type) for name in _ROW_COLUMNS}
+        self._insert = todo.insert().inline().values(values)
+        # The sentinel row may be there already (kept after the instance's tasks closed):
+        # inserted again with new task rows, it is left as it is.
+        self._insert_keeping_sentinel = (
+            mysql_insert(todo).values(values).on_duplicate_key_update(id=todo.c.id).inline()
         )
         self._prepared = PreparedStatements()
         self._merged: dict[tuple[int, str, _Shape], tuple[sa.Update, sa.Update]] = {}
@@ -168,6 +186,8 @@ class TodoTable:
         for task in after.tasks:
             if task.node_id not in kept:
                 changes.inserted.extend(_rows(instance_id, task.graph_of(after), task))
+        if self.sentinel and changes.inserted and not _has_rows(before):
+            changes.inserted.append(_sentinel_row(instance_id, after.graph_id))
         return changes
 
     def write(self, conn: Connection, changes: TodoChanges) -> None:
@@ -178,7 +198,11 @@ class TodoTable:
         if changes.updated:
             prepared.get(conn, self._update).execute_many(conn, changes.updated)
         if changes.inserted:
-            prepared.get(conn, self._insert).execute_many(conn, changes.inserted)
+            prepared.get(conn, self._insert_for(conn)).execute_many(conn, changes.inserted)
+
+    def _insert_for(self, conn: Connection) -> sa.Insert:
+        """The todo INSERT for ``conn``: on MySQL/MariaDB one that keeps an existing sentinel."""
+        return self._insert_keeping_sentinel if _mysql_family(conn) else self._insert
 
     def repair(self, conn: Connection, instance_id: str, stored: InstanceIndex) -> bool:
         """Make the instance's todo rows exactly those of ``stored`` (its row's own index) when
@@ -188,6 +212,7 @@ class TodoTable:
         inserted = [
             row for task in stored.tasks for row in _rows(instance_id, task.graph_of(stored), task)
         ]
+        sentinel = _mysql_family(conn)
         t = self._todo
         name = conn.dialect.name
         as_stored = sa.select(*(stored_text(name, t.c[key]) for key in _ROW_COLUMNS)).where(
@@ -195,12 +220,18 @@ class TodoTable:
         )
         # A plain read: ``conn`` reads the latest commits (a full reindex runs its batches
         # at READ COMMITTED); a locking one would lock the gap after the instance's rows.
-        found = self._by_key(row._asdict() for row in conn.execute(as_stored))
+        found = self._by_key(
+            row._asdict()
+            for row in conn.execute(as_stored)
+            if not (sentinel and _is_sentinel(row._asdict()))
+        )
         if found == self._by_key(inserted):
             return False
         conn.execute(sa.delete(t).where(t.c.instant_id == instance_id))
+        if inserted and sentinel:
+            inserted.append(_sentinel_row(instance_id, stored.graph_id))
         if inserted:
-            self._prepared.get(conn, self._insert).execute_many(conn, inserted)
+            self._prepared.get(conn, self._insert_for(conn)).execute_many(conn, inserted)
         return True
 
     def _by_key(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, ...]]:
@@ -345,7 +376,11 @@ class TodoTable:
 
     def open_tasks(self, conn: Connection, instance_id: str) -> list[OpenTask]:
         """The tasks of one instance, each once with all its candidates, oldest first."""
-        rows = self._fetch_tasks(conn, self.open_tasks_statement(instance_id))
+        rows = [
+            row
+            for row in self._fetch_tasks(conn, self.open_tasks_statement(instance_id))
+            if not _is_sentinel(row)
+        ]
         candidates: dict[str, list[str]] = {}
         first: dict[str, RowMapping] = {}
         for row in rows:
@@ -452,7 +487,33 @@ def _keys(instance_id: str, task: IndexedTask) -> list[dict[str, Any]]:
 def matchable(identities: Sequence[str]) -> list[str]:
     """The identities a stored candidate can equal, each once: one longer than the column is
     never stored (see :func:`check_candidates`), so it matches nothing."""
-    return list(dict.fromkeys(c for c in identities if len(c) <= CANDIDATE_LENGTH))
+    return list(dict.fromkeys(c for c in identities if c and len(c) <= CANDIDATE_LENGTH))
+
+
+def _has_rows(index: InstanceIndex | None) -> bool:
+    """Whether ``index`` has todo rows (a task with a candidate): then its sentinel is there."""
+    return index is not None and any(task.candidates for task in index.tasks)
+
+
+def _sentinel_row(instance_id: str, graph_id: str) -> dict[str, Any]:
+    return {
+        "instant_id": instance_id,
+        "graph_id": graph_id,
+        "node_id": SENTINEL_NODE,
+        "node_name": None,
+        "state": 0,
+        "candidate": "",
+        "lineage": None,
+        "create_time": None,
+    }
+
+
+def _is_sentinel(row: Mapping[str, Any] | RowMapping) -> bool:
+    return bool(row["node_id"] == SENTINEL_NODE and row["candidate"] == "")
+
+
+def _mysql_family(conn: Connection) -> bool:
+    return conn.dialect.name in ("mysql", "mariadb")
 
 
 def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, Any]]:

@@ -308,7 +308,11 @@ class SqlStateRepository:
         #: Whether this repository keeps the task index (the executor checks it).
         self.keeps_task_index = bool(index)
         self._dialect = DialectOps(self.engine.dialect, self.tables, index=self.keeps_task_index)
-        self._todo = TodoTable(self.tables, keys_through_join=self._dialect.keys_through_join)
+        self._todo = TodoTable(
+            self.tables,
+            keys_through_join=self._dialect.keys_through_join,
+            sentinel=self._dialect.keys_through_join,
+        )
         self._auditor: Auditor = auditor or default_auditor
         self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
         self.flow_engine = flow_engine

@@ -37,7 +37,8 @@ def checked_identities(identities: tuple[object, ...]) -> tuple[str, ...]:
     for identity in identities:
         if not isinstance(identity, str):
             raise InvalidQueryError(f"identity must be a string, got {type(identity).__name__}")
-        distinct[identity] = None
+        if identity:  # "" names nobody (on SQL it would match the sentinel rows' candidate)
+            distinct[identity] = None
     if len(distinct) > MAX_IDENTITIES:
         raise InvalidQueryError(
             f"identities(ctx) gave {len(distinct)} distinct identities; an inbox matches at "

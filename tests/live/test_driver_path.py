@@ -253,8 +253,12 @@ def test_a_schema_translate_map_sends_every_statement_to_the_tenant_schema(
         tables = ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo")
         with db.connect() as conn:
             default = [conn.execute(sa.text(f"SELECT COUNT(*) FROM {t}")).scalar() for t in tables]
-            tenants = [
-                conn.execute(sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.{t}")).scalar()
+            tenants = [  # the todo table's task rows (MySQL/MariaDB keep a sentinel row)
+                conn.execute(
+                    sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.{t}")
+                    if t != "bpm_flow_todo"
+                    else sa.text(f"SELECT COUNT(*) FROM {tenant_schema}.{t} WHERE candidate <> ''")
+                ).scalar()
                 for t in tables
             ]
         assert default == [0, 0, 0]

@@ -52,6 +52,14 @@ def _statements(d: Dialect) -> str:
         _text(todo._delete, d),
         _text(todo._update, d),
         _text(todo._insert, d),
+        *(
+            [
+                "-- open-task rows' insert on MySQL/MariaDB (keeps an instance's sentinel row)",
+                _text(todo._insert_keeping_sentinel, d),
+            ]
+            if d.name in ("mysql", "mariadb")
+            else []
+        ),
         "-- inbox page: one identity, first page",
         _text(todo.inbox_statement(["actor:ann"], None, 50, None), d),
         "-- inbox page: two identities, one graph, after a cursor",
