@@ -39,6 +39,7 @@ from flow_sqla._limits import CheckedGraphs, check_id, display_text
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._reads import decoded, fetch_rows
 from flow_sqla._rows import stored_status
+from flow_sqla.errors import UnstorableValueError
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
 
 _NAME_LENGTH = 64
@@ -49,17 +50,22 @@ _Shape = tuple[int, int, int]
 MERGE_ROWS = 16
 
 _KEY = ("instant_id", "node_id", "candidate")
+#: The columns a todo INSERT that meets an existing row of its key writes over (MySQL/MariaDB).
+_OVERWRITTEN = ("graph_id", "node_name", "state", "lineage", "create_time")
 
 #: The node id of an instance's *sentinel* todo row on MySQL/MariaDB: the greatest key of the
-#: instance's range of the ``(instant_id, node_id, candidate)`` index (no node id sorts after
-#: 64 U+10FFFF), with the candidate ``""`` that no identity matches. InnoDB deletes a row found
-#: through that unique index with a next-key lock (the key and the gap before it), and checks
-#: the key after a re-inserted one with a shared lock: without the sentinel the gap before an
-#: instance's first key and the key after its last one were its neighbours', so operations on
-#: neighbouring instances waited for each other and deadlocked at REPEATABLE READ. With it,
-#: each instance's locks stay in its own range. Written with the instance's first task rows
-#: (in the same INSERT), kept while the instance lives; never listed, never counted.
-SENTINEL_NODE = "\U0010ffff" * 64
+#: instance's range of the ``(instant_id, node_id, candidate)`` index (64 U+FFFF: after every
+#: node id of the Basic Multilingual Plane, and sent as utf8mb3 too), with the candidate ``""``
+#: — the mark that tells the row apart, which no task has and no identity matches. InnoDB
+#: deletes a row found through that unique index with a next-key lock (the key and the gap
+#: before it), and checks the key after a re-inserted one with a shared lock: without the
+#: sentinel the gap before an instance's first key and the key after its last one were its
+#: neighbours', so operations on neighbouring instances waited for each other and deadlocked
+#: at REPEATABLE READ. With it, each instance's locks stay in its own range (node ids beyond
+#: the BMP sort after it: their instances' locks may reach the neighbour's gap, as before).
+#: Written with the instance's first task rows (in the same INSERT), kept while the instance
+#: lives — one row per instance; never listed, never counted.
+SENTINEL_NODE = "\uffff" * 64
 
 #: What to do about a todo row that does not read: the rows are derived from the states.
 _REBUILD_TODO = (
@@ -160,10 +166,13 @@ class TodoTable:
         values = {name: sa.bindparam(name, type_=todo.c[name].type) for name in _ROW_COLUMNS}
         self._insert = todo.insert().inline().values(values)
         # The sentinel row may be there already (kept after the instance's tasks closed):
-        # inserted again with new task rows, it is left as it is.
-        self._insert_keeping_sentinel = (
-            mysql_insert(todo).values(values).on_duplicate_key_update(id=todo.c.id).inline()
-        )
+        # inserted again with new task rows, it takes the values given — as does a row a hand
+        # edit left under a task's key. (On MySQL 8.0.20+ the clause reads ``AS new``, which
+        # mysqlclient's ``executemany`` does not batch: several rows go one statement each.)
+        upsert = mysql_insert(todo).values(values)
+        self._insert_keeping_sentinel = upsert.on_duplicate_key_update(
+            {name: upsert.inserted[name] for name in _OVERWRITTEN}
+        ).inline()
         self._prepared = PreparedStatements()
         self._merged: dict[tuple[int, str, _Shape], tuple[sa.Update, sa.Update]] = {}
 
@@ -509,7 +518,9 @@ def _sentinel_row(instance_id: str, graph_id: str) -> dict[str, Any]:
 
 
 def _is_sentinel(row: Mapping[str, Any] | RowMapping) -> bool:
-    return bool(row["node_id"] == SENTINEL_NODE and row["candidate"] == "")
+    """The empty candidate marks it (no task has one), whatever became of its node id over a
+    connection whose character set could not carry it."""
+    return bool(row["candidate"] == "")
 
 
 def _mysql_family(conn: Connection) -> bool:
@@ -554,7 +565,7 @@ def check_candidates(instance_id: str, before: InstanceIndex | None, after: Inst
         if task.node_id not in kept:
             field_name = f"candidate of node {task.node_id!r}"
             for candidate in task.candidates:
-                check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
+                check_candidate(candidate, field_name, instance_id)
 
 
 class GraphCandidateChecks(CheckedGraphs):
@@ -570,8 +581,18 @@ class GraphCandidateChecks(CheckedGraphs):
         for node in graph.nodes.values():
             field_name = f"candidate of node {node.id!r} of graph {graph.id!r}"
             for candidate in candidates_of(controller, node):
-                check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
+                check_candidate(candidate, field_name, instance_id)
         self._remember(graph)
+
+
+def check_candidate(candidate: str, field_name: str, instance_id: str | None) -> None:
+    """A candidate a todo row can hold: not empty (``""`` marks an instance's sentinel row on
+    MySQL/MariaDB, and no identity matches it), at most 128 characters, valid UTF-8."""
+    if candidate == "":
+        raise UnstorableValueError(
+            field_name, "empty: no identity can match it", instance_id=instance_id, value=""
+        )
+    check_id(candidate, field_name, instance_id=instance_id, limit=CANDIDATE_LENGTH)
 
 
 def _kept(before: InstanceIndex | None, after: InstanceIndex) -> dict[str, IndexedTask]:

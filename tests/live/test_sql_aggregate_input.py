@@ -251,6 +251,38 @@ def test_an_identity_that_is_not_a_string_is_the_same_typed_error_on_every_diale
         ex.inbox(FlowContext.of(None, {"actor": "ann"}))
 
 
+class _EmptyCandidate(ActorStateController):
+    def candidates(self, node: Any) -> tuple[str, ...]:
+        return ("",)
+
+
+def test_an_empty_candidate_is_refused_before_the_instance_starts(db: sa.Engine) -> None:
+    """No identity matches ``""`` (an empty identity names nobody; on MySQL/MariaDB it marks
+    an instance's sentinel row): a task with that candidate would be in no inbox."""
+    engine = FlowEngine()
+    engine.load(_role_graph("empty", "x"))
+    ex = sql_workflow(db, engine, state_controller=_EmptyCandidate("actor", "role"), index=True)
+    with pytest.raises(UnstorableValueError, match="empty"):
+        ex.claim_task("empty", _as_role("e-1", "x"))
+    assert every_row(db) == []
+
+
+def test_a_connection_in_utf8mb3_starts_instances_and_lists_only_their_tasks(
+    db: sa.Engine,
+) -> None:
+    """MySQL/MariaDB's sentinel row travels over an older ``charset=utf8`` connection too."""
+    if db.dialect.name not in ("mysql", "mariadb"):
+        pytest.skip("a MySQL/MariaDB connection character set")
+    old = sa.create_engine(db.url.update_query_dict({"charset": "utf8"}))
+    try:
+        ex = executor(old, index=True)
+        assert approve(ex, "u-1", "employee", amount=1)
+        assert [t.node_id for t in ex.open_tasks("u-1")] == ["manager"]
+        assert [t.instance_id for t in ex.inbox(ctx("u-1", "manager"))] == ["u-1"]
+    finally:
+        old.dispose()
+
+
 def test_a_stored_lineage_that_is_not_node_ids_is_a_snapshot_error(db: sa.Engine) -> None:
     """Only a hand edit or another program writes one: reported with its instance and the
     remedy, not handed out as a lineage of numbers (a send-back would look them up)."""

@@ -251,6 +251,32 @@ def test_operations_on_neighbouring_instances_do_not_wait_for_each_other(db_url:
         db.dispose()
 
 
+def test_a_row_left_under_a_task_s_key_takes_the_opened_task_s_values(db: sa.Engine) -> None:
+    """MySQL/MariaDB insert todo rows keeping an instance's sentinel row: a row a hand edit
+    left under the key of a task that opens is overwritten with that task's values — never
+    kept as it was (a stale title, a WAITING nobody claimed, another lineage)."""
+    if db.dialect.name not in ("mysql", "mariadb"):
+        pytest.skip("the other dialects refuse the duplicate key (a RepositoryError)")
+    ex = executor(db, index=True)
+    assert ex.claim_task("oa", ctx("d-1", "employee", amount=1)) is not None
+    with db.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, "
+                "candidate, lineage, create_time) VALUES ('d-1', 'oa', 'manager', 'Stale', "
+                "1001, 'actor:manager', '[\"x\"]', '2020-01-01 00:00:00')"
+            )
+        )
+    assert approve(ex, "d-1", "employee", amount=1)
+    (task,) = ex.open_tasks("d-1")
+    assert (task.node_id, task.node_title, task.state, task.lineage) == (
+        "manager",
+        "Manager approval",
+        TaskState.UNKNOWN,
+        ("apply",),
+    )
+
+
 def _todo_states(db: sa.Engine, instance_id: str) -> set[int]:
     with db.connect() as conn:
         rows = conn.execute(
