@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from flow._graph_memo import GraphMemo
 from flow.context import FlowContext
 from flow.graph import Graph, Node
 from flow.workflow.controllers import (
@@ -107,24 +108,14 @@ class GraphRule:
     ``flow reindex``: one pass over instances of many graphs indexes each as the other
     commands would write it."""
 
-    #: Graphs whose choice is kept (a reindex parses a graph per row that stores its own).
-    KEPT = 1024
-
     def __init__(self) -> None:
-        # The graph is kept with its choice: a graph freed after its row would otherwise
-        # leave its id to the next row's graph, which would get this one's controller.
-        self._chosen: dict[int, tuple[Graph, StateController]] = {}
+        # By graph object: a reindex parses a graph per row that stores its own.
+        self._chosen: GraphMemo[StateController] = GraphMemo()
 
     def _for(self, node: Node) -> StateController:
         graph = node.graph
-        found = self._chosen.get(id(graph))
-        if found is not None and found[0] is graph:
-            return found[1]
-        if len(self._chosen) >= self.KEPT:
-            self._chosen.clear()
-        chosen = controller_for(graph)
-        self._chosen[id(graph)] = (graph, chosen)
-        return chosen
+        chosen = self._chosen.get(graph)
+        return chosen if chosen is not None else self._chosen.put(graph, controller_for(graph))
 
     def is_operatable(self, ctx: FlowContext, node: Node) -> bool:
         return self._for(node).is_operatable(ctx, node)

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
+from flow._graph_memo import GraphMemo
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
@@ -324,7 +325,7 @@ class SqlStateRepository:
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool, bool], Executable] = {}
-        self._graph_docs: dict[int, tuple[Graph, str]] = {}
+        self._graph_docs: GraphMemo[str] = GraphMemo(GRAPH_DOCS_CAPACITY)
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
         self._candidates = GraphCandidateChecks()
@@ -837,11 +838,9 @@ class SqlStateRepository:
         """``graph.to_dict()`` as JSON text, encoded once per graph object (graphs are
         immutable): every new instance stores it, and encoding it costs more than the rest
         of the operation's JSON together."""
-        cached = self._graph_docs.get(id(graph))
-        if cached is not None and cached[0] is graph:
-            return cached[1]
-        if len(self._graph_docs) >= GRAPH_DOCS_CAPACITY:
-            self._graph_docs.clear()
+        cached = self._graph_docs.get(graph)
+        if cached is not None:
+            return cached
         try:
             doc = json_dumps(graph.to_dict())
         except (TypeError, ValueError) as exc:
@@ -856,7 +855,7 @@ class SqlStateRepository:
             )
             raise UnstorableGraphError(graph.id, [problem])
         if len(doc) <= GRAPH_DOC_KEPT_BYTES:
-            self._graph_docs[id(graph)] = (graph, doc)
+            self._graph_docs.put(graph, doc)
         return doc
 
     def _who(self, ctx: FlowContext) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from flow._graph_memo import GraphMemo
 from flow.workflow.errors import GraphMismatchError
 
 if TYPE_CHECKING:
@@ -45,16 +46,15 @@ def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
     return {graph.id for graph in sub_graphs(engine, root)}
 
 
-_DIRECT_CALLS: dict[int, tuple[Graph, tuple[str, ...]]] = {}
-_DIRECT_CALLS_KEPT = 1024
+_DIRECT_CALLS: GraphMemo[tuple[str, ...]] = GraphMemo()
 
 
 def _direct_calls(graph: Graph) -> tuple[str, ...]:
     """The ids ``graph``'s own nodes call (``task: "#id"``), worked out once per graph object
     (graphs are immutable): claims and submits ask on every operation."""
-    found = _DIRECT_CALLS.get(id(graph))
-    if found is not None and found[0] is graph:
-        return found[1]
+    found = _DIRECT_CALLS.get(graph)
+    if found is not None:
+        return found
     calls = tuple(
         dict.fromkeys(
             task[1:]
@@ -62,10 +62,7 @@ def _direct_calls(graph: Graph) -> tuple[str, ...]:
             if isinstance(task := node.task, str) and task.startswith("#") and task[1:]
         )
     )
-    if len(_DIRECT_CALLS) >= _DIRECT_CALLS_KEPT:
-        _DIRECT_CALLS.clear()
-    _DIRECT_CALLS[id(graph)] = (graph, calls)
-    return calls
+    return _DIRECT_CALLS.put(graph, calls)
 
 
 def root_by_states(
