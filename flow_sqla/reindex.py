@@ -9,7 +9,9 @@ row for every batch — quadratic on the millions of rows a Go-plugin database m
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,7 @@ from flow_sqla._rows import parse_index
 from flow_sqla._todo import TodoTable
 from flow_sqla._translate import Translating, commit
 from flow_sqla.errors import RepositoryError
+from flow_sqla.retry import backoff
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
 
@@ -40,6 +43,10 @@ if TYPE_CHECKING:
 BATCH_SIZE = 500
 #: The most instances one transaction may take (its rows are all held in memory and locked).
 MAX_BATCH_SIZE = 100_000
+#: How many times a batch is run when the database rolls it back for a lock conflict.
+BATCH_ATTEMPTS = 5
+#: How the loop waits between attempts (tests replace it to record the delays).
+_sleep: Callable[[float], None] = time.sleep
 
 
 def reindex(
@@ -79,8 +86,10 @@ def reindex(
     naming the instance; its batch is rolled back and the batches before it stay indexed. With
     ``on_bad_row(instance_id, error)`` such a row is reported instead and left unindexed
     (each row is then indexed inside a savepoint, which a bad row rolls back), and the batch
-    goes on. A lock conflict (``ConcurrentSubmitError``) or a database error
-    (``RepositoryError``) is never a bad row: it rolls the batch back and is raised.
+    goes on; it is reported once its batch committed. A lock conflict
+    (``ConcurrentSubmitError``) or a database error (``RepositoryError``) is never a bad row:
+    it rolls the batch back — a lock conflict then runs the batch again, up to
+    ``BATCH_ATTEMPTS`` times in all, before it is raised.
     """
     if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
@@ -90,18 +99,13 @@ def reindex(
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
     ops = DialectOps(db.dialect, tables)
-    batch = _Batch(executor, engine, tables, everything, on_bad_row, ops)
+    batch = _Batch(executor, engine, tables, everything, on_bad_row is not None, ops)
     last, seen, indexed = after, 0, 0
     while True:
-        # The batch's own statements (the window, its rows, the COMMIT) fail as the
-        # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
-        # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
-        # never a SQLAlchemy exception type.
-        guard = Translating(ops, None)
-        with guard, db.connect() as conn, _for_maintenance(conn, ops).begin() as trans:
-            window, wanted, done = batch.run(conn, last, batch_size)
-            guard.committing = True  # what fails from here on is the COMMIT
-            commit(conn, trans)
+        window, wanted, done, bad = _run_batch(db, ops, batch, last, batch_size)
+        if on_bad_row is not None:
+            for instance_id, error in bad:
+                on_bad_row(instance_id, error)
         if not window:
             return indexed
         last = window[-1]
@@ -111,6 +115,34 @@ def reindex(
             checkpoint(last)
         if progress is not None:
             progress(seen, indexed)
+
+
+def _run_batch(
+    db: Engine, ops: DialectOps, batch: _Batch, last: int, size: int
+) -> tuple[list[int], int, int, list[tuple[str, FlowError]]]:
+    """Index the window after ``last`` in one transaction, run again (up to
+    ``BATCH_ATTEMPTS`` times, with a short random back-off) when the database rolled it back
+    for a lock conflict — a deadlock with the application's live transactions beside a
+    reindex of millions of rows is to be expected, and the batch is safe to repeat: it
+    recomputes what it writes from the rows as they are then. Returns what ``_Batch.run``
+    does and the bad rows of the committed attempt (reported once, after its COMMIT)."""
+    for attempt in range(1, BATCH_ATTEMPTS + 1):
+        # The batch's own statements (the window, its rows, the COMMIT) fail as the
+        # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
+        # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
+        # never a SQLAlchemy exception type.
+        guard = Translating(ops, None)
+        try:
+            with guard, db.connect() as conn, _for_maintenance(conn, ops).begin() as trans:
+                window, wanted, done, bad = batch.run(conn, last, size)
+                guard.committing = True  # what fails from here on is the COMMIT
+                commit(conn, trans)
+            return window, wanted, done, bad
+        except ConcurrentSubmitError:
+            if attempt == BATCH_ATTEMPTS:
+                raise
+            _sleep(backoff(attempt))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _for_maintenance(conn: Connection, ops: DialectOps) -> Connection:
@@ -130,13 +162,15 @@ class _Batch:
         engine: FlowEngine,
         tables: FlowTables,
         all_rows: bool,
-        on_bad_row: Callable[[str, FlowError], None] | None,
+        report_bad_rows: bool,
         dialect: DialectOps,
     ) -> None:
         self.executor = executor
         self.engine = engine
         self.all_rows = all_rows
-        self.on_bad_row = on_bad_row
+        self.report_bad_rows = report_bad_rows
+        #: The bad rows of the window being indexed (reported once its batch committed).
+        self.bad: list[tuple[str, FlowError]] = []
         self._dialect = dialect
         r = tables.repository
         self._ids = sa.select(r.c.id, r.c.status).order_by(r.c.id)
@@ -156,6 +190,7 @@ class _Batch:
             as_text(dialect.name, r.c.open_tasks).label("open_tasks"),
             dialect.time_text(r.c.finish_time).label("finish_time"),
             dialect.time_text(r.c.update_time).label("update_time"),
+            r.c.vars.is_(None).label("no_vars"),
             # Whether todo rows exist for it (served by the todo table's unique key): an
             # unindexed row's are stale and must go before its rebuild inserts (see _index).
             sa.exists().where(tables.todo.c.instant_id == r.c.instant_id).label("has_todo"),
@@ -185,15 +220,18 @@ class _Batch:
         )
         self._todo = TodoTable(tables)
 
-    def run(self, conn: Connection, last: int, size: int) -> tuple[list[int], int, int]:
+    def run(
+        self, conn: Connection, last: int, size: int
+    ) -> tuple[list[int], int, int, list[tuple[str, FlowError]]]:
         """Index the rows of the next window after ``last``: the window's ids, how many of
-        its rows were to be indexed and how many instances were."""
+        its rows were to be indexed, how many instances were, and the bad rows left out."""
         r = self._r
+        self.bad = []
         window = conn.execute(self._ids.where(r.c.id > last).limit(size)).all()
         ids = [row.id for row in window]
         wanted = sum(1 for row in window if self._wanted(row))
         if not wanted:
-            return ids, 0, 0
+            return ids, 0, 0, self.bad
         # The window's rows by primary-key range (no status predicate, which a planner might
         # serve from the status index instead); rows indexed meanwhile are skipped here.
         rows = conn.execute(self._rows.where(r.c.id > last, r.c.id <= ids[-1]))
@@ -201,7 +239,7 @@ class _Batch:
         for row in rows.all():
             if self._wanted(row):
                 done += self._index_or_report(conn, row)
-        return ids, wanted, done
+        return ids, wanted, done, self.bad
 
     def _wanted(self, row: Any) -> bool:
         """Whether this pass indexes ``row``: every row, or those without a status."""
@@ -210,8 +248,12 @@ class _Batch:
     def _index_or_report(self, conn: Connection, row: Any) -> bool:
         """Index one row; with ``on_bad_row``, inside a savepoint, so that a row failing
         part-way (a value its write refuses after the row's UPDATE) leaves nothing behind."""
-        if self.on_bad_row is None:
-            return self._index(conn, row)
+        if not self.report_bad_rows:
+            try:
+                return self._index(conn, row)
+            except FlowError as exc:  # stops the pass: it must say at which row
+                _name_instance(exc, row.instant_id)
+                raise
         self._dialect.open_for_savepoints(conn)
         try:
             with conn.begin_nested():
@@ -219,11 +261,13 @@ class _Batch:
         except (ConcurrentSubmitError, RepositoryError):
             raise  # the database's trouble, not the row's
         except FlowError as exc:
-            self.on_bad_row(row.instant_id, exc)
+            self.bad.append((row.instant_id, exc))
             return False
 
     def _index(self, conn: Connection, row: Any) -> bool:
         instance_id = row.instant_id
+        if _never_started(row):
+            return False
         graph = _graph_of(self.engine, instance_id, row.graph, row.states)
         params = {"instance_id": instance_id}
         if _index_unreadable(instance_id, row):
@@ -267,6 +311,30 @@ class _Batch:
         past the instance. Only while the row, locked, is still unindexed."""
         if conn.execute(self._status_locked, params).scalar() is None:
             conn.execute(self._clear_todo, params)
+
+
+def _name_instance(exc: FlowError, instance_id: str) -> None:
+    """Make ``exc`` name the instance of the row it was raised for, keeping its type: a
+    condition failing on the row's stored variables, or a stored graph whose ids the SQL
+    storage refuses, is raised by code that does not know the instance — and a reindex over
+    millions of rows that stops must say at which one."""
+    if getattr(exc, "instance_id", None) is None:
+        with contextlib.suppress(AttributeError):
+            exc.instance_id = instance_id  # type: ignore[attr-defined]
+    if repr(instance_id) in str(exc):
+        return
+    if len(exc.args) == 1 and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]} (instance {instance_id!r})",)
+    else:
+        exc.add_note(f"instance {instance_id!r}")
+
+
+def _never_started(row: Any) -> bool:
+    """Whether ``row`` holds no instance: no graph, no states, no variables — what an
+    operation on an unknown id that stored nothing left behind before such rows were removed
+    (a find by someone who may not operate the first task, with ``index=False``). Nothing to
+    index; a live operation that starts the instance indexes it."""
+    return row.graph is None and row.states is None and row.no_vars and row.status is None
 
 
 def _index_unreadable(instance_id: str, row: Any) -> bool:

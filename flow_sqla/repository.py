@@ -517,7 +517,7 @@ class SqlStateRepository:
             result = self._execute(conn, stmt, params, WRITE_OPTIONS)
             if self._dialect.created_row(result):
                 # Inserted just now: empty, and locked by this transaction until it ends.
-                return StoredRow(states={}, vars={}, has_graph=False)
+                return _BlankRow(states={}, vars={}, has_graph=False)
         stored = self._fetch_locked(conn, read, instance_id, params)
         if stored is None:
             raise RepositoryError("The instance row could not be read", instance_id=instance_id)
@@ -596,10 +596,11 @@ class SqlStateRepository:
         if self._dialect.reads_back_id and row[-1] != instance_id:
             raise IdCollationError(instance_id, str(row[-1]), self.tables.repository.fullname)
         states, variables, graph = row[:3]
+        blank = states is None and variables is None and not graph
         if self._dialect.json_as_text:
             states = _json_value(instance_id, states)
             variables = _json_value(instance_id, variables)
-        return StoredRow(
+        return (_BlankRow if blank else StoredRow)(
             states=parse_states(instance_id, states),
             vars=parse_vars(instance_id, variables),
             has_graph=bool(graph),
@@ -651,7 +652,10 @@ class SqlStateRepository:
         changed = op.states != base.states or new_vars != base_vars or op.force_graph or with_index
         if not changed or self._creates_stateless_row(op, with_index):
             op.final = base
-            if self.keeps_task_index and _empty(base) and op.locked:
+            # A row no write filled goes again; with the index, any empty row found there
+            # too (it would be an instance with no status).
+            blank = isinstance(base, _BlankRow)
+            if _empty(base) and op.locked and (blank or self.keeps_task_index):
                 self._drop_empty_row(op)
             return
         if not op.locked:
@@ -1266,6 +1270,15 @@ def _extra_columns(with_graph: bool, with_index: bool) -> tuple[str, ...]:
 
 def _same_index(new: InstanceIndex, old: InstanceIndex | None) -> bool:
     return new.same_as(old) and old is not None and new.finished_at == old.finished_at
+
+
+class _BlankRow(StoredRow):
+    """A row no write ever filled: inserted just now by a locking read (empty, locked until
+    the transaction ends), or left behind by one (``states``, ``vars`` and ``graph`` all
+    NULL). An operation that stores nothing removes it — without the index too, where a row
+    another writer left empty (``{}`` states, as a restart writes) is kept as it is."""
+
+    __slots__ = ()
 
 
 def _empty(row: StoredRow) -> bool:

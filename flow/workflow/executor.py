@@ -435,10 +435,11 @@ class WorkflowExecutor:
             fresh = build_index(
                 self, root, ctx, read, read.states, now=as_of, data=data, every_sub_graph=True
             )
-            if fresh.status != InstanceStatus.WITHDRAWN:
+            if fresh.same_as(read.stored):
+                return True
+            if fresh.status in (InstanceStatus.RUNNING, InstanceStatus.COMPLETED):
                 self._check_waiting_tasks_open(root, ctx, read.states, fresh)
-            if not fresh.same_as(read.stored):
-                index.index_write(ctx, fresh, bookkeeping=True)
+            index.index_write(ctx, fresh, bookkeeping=True)
         return True
 
     def _check_waiting_tasks_open(
@@ -446,10 +447,17 @@ class WorkflowExecutor:
     ) -> None:
         """Refuse to index an instance whose stored variables route the walk past a human task
         its states hold WAITING: the Go plugin stores the variables of an instance's first
-        write only, so a later step decided on others (``days: 3`` → the lead's task) while
-        the stored ones (``days: 12``) lead elsewhere — the index would list a task nobody
-        waits on. :class:`SnapshotError`, nothing written; the instance's next submit (or a
-        claim that changes a state) indexes it, routing on its own variables."""
+        write only, so a later step decided on others (``days: 3`` → the lead's task) while the
+        stored ones (``days: 12``) lead elsewhere — the index would list a task nobody waits on,
+        or call a running instance COMPLETED. :class:`SnapshotError`, nothing written; the
+        instance's next submit (or a claim that changes a state) indexes it, routing on its
+        own variables.
+
+        Not for an index equal to the stored one (nothing is written then): a live operation
+        stores the variables it routed on with the index it computed, so that index is right
+        even where a WAITING task was left behind (a variable changed the route after a
+        claim). Not for a TERMINATED instance: a TERMINATE on one branch of a parallel split
+        leaves the other branch's claimed task WAITING."""
         opened = {key_of(task.graph_of(fresh), task.node_id) for task in fresh.tasks}
         for key, code in states.items():
             if code != _WAITING_CODE or key in opened:

@@ -15,7 +15,12 @@ import sqlalchemy as sa
 from _support import approve, count_rows, counting, ctx, every_row, executor, migrate, raw_row
 
 from flow import FlowContext, FlowEngine, Graph
-from flow.errors import GraphDefinitionError, GraphNotFoundError, SnapshotError
+from flow.errors import (
+    ConditionError,
+    GraphDefinitionError,
+    GraphNotFoundError,
+    SnapshotError,
+)
 from flow.workflow import (
     ActorStateController,
     ConcurrentSubmitError,
@@ -46,6 +51,8 @@ from tests.unit.workflow.aggregate_walk import (
 )
 
 TIMEOUT = 60.0
+#: The module (``flow_sqla.reindex`` names the function once the package is imported).
+reindex_module = importlib.import_module("flow_sqla.reindex")
 
 
 @pytest.fixture
@@ -976,6 +983,228 @@ def test_reindex_refuses_a_row_whose_variables_route_past_the_task_it_waits_on(
     indexed = executor(db, index=True)
     assert approve(indexed, "gv-1", "manager", amount=1)
     assert indexed.status("gv-1") == InstanceStatus.COMPLETED
+
+
+def _terminate_one_branch(ex: WorkflowExecutor, instance_id: str) -> None:
+    """Parallel split: the finance task claimed (WAITING), the legal branch TERMINATEd."""
+    alice = FlowContext.of(instance_id, {"actor": "alice"})
+    assert ex.submit_task_if_waiting(ex.claim_task("par", alice), TaskAction.FORWARD, alice)
+    boss = FlowContext.of(instance_id, {"role": "boss"})
+    assert ex.claim_task("par", boss) is not None
+    legal = FlowContext.of(instance_id, {"role": "legal"})
+    task = ex.claim_task("par", legal)
+    assert task is not None and task.node.id == "legal"
+    assert ex.submit_task_if_waiting(task, TaskAction.TERMINATE, legal)
+
+
+@pytest.mark.parametrize("index", [True, False])
+def test_reindex_indexes_a_terminated_instance_whose_other_branch_waits(
+    db: sa.Engine, index: bool
+) -> None:
+    """A TERMINATE on one branch of a parallel split leaves the other branch's claimed task
+    WAITING, and the instance TERMINATED with no open task — as the live index stores it. The
+    reindex refused such a row as one whose variables route past its waiting task, so a
+    ``flow reindex`` stopped at it on every run."""
+    ex = sql_workflow(db, flow_engine(), state_controller=controller(), index=index)
+    _terminate_one_branch(ex, "tb-1")
+    bad: list[tuple[str, str]] = []
+    for everything in (False, True):
+        reindex(
+            db,
+            flow_engine(),
+            state_controller=controller(),
+            everything=everything,
+            on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
+        )
+    assert bad == []
+    indexed = sql_workflow(db, flow_engine(), state_controller=controller())
+    assert indexed.status("tb-1") == InstanceStatus.TERMINATED
+    assert indexed.open_tasks("tb-1") == []
+
+
+def test_reindex_keeps_an_index_a_live_operation_stored_beside_a_task_left_waiting(
+    db: sa.Engine,
+) -> None:
+    """The manager claimed (WAITING), then a step with ``amount: 9000`` routed the instance
+    to the director: the live index lists the director's task and the stored variables say
+    9000. A full reindex computes the same index and must not refuse the row for the
+    manager's WAITING state."""
+    ex = executor(db, index=True)
+    assert approve(ex, "lv-1", "employee", amount=1)
+    assert ex.claim_task("oa", ctx("lv-1", "manager")) is not None
+    assert ex.claim_task("oa", ctx("lv-1", "director", amount=9000)) is not None
+    assert [t.node_id for t in ex.open_tasks("lv-1")] == ["director"]
+    before = every_row(db)
+    bad: list[tuple[str, str]] = []
+    reindex(
+        db,
+        flow_engine_oa(),
+        state_controller=controller_oa(),
+        everything=True,
+        on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
+    )
+    assert bad == []
+    assert every_row(db) == before
+
+
+_STRAIGHT_TO_END = """
+id: g
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: alice}, link: gw}
+  - id: gw
+    type: exclusive
+    link:
+      - {nextId: mgr, when: "amount >= 50"}
+      - {nextId: e}
+  - {id: mgr, meta: {actor: boss}, link: e}
+  - {id: e, type: end}
+"""
+
+
+@pytest.mark.parametrize("everything", [False, True])
+def test_reindex_refuses_a_row_whose_variables_route_past_its_waiting_task_to_the_end(
+    db: sa.Engine, everything: bool
+) -> None:
+    """The Go plugin's claim left the boss's task WAITING while the stored (first) variables
+    route straight to the END: indexed on them, a running instance read COMPLETED — its task
+    in no inbox, a withdraw refused. A bad row, nothing written."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_STRAIGHT_TO_END))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=everything)
+    alice = FlowContext.of("st-1", {"actor": "alice", "amount": 100})
+    assert ex.submit_task_if_waiting(ex.claim_task("g", alice), TaskAction.FORWARD, alice)
+    plain = sql_workflow(db, engine, state_controller=ActorStateController(), index=False)
+    assert plain.claim_task("g", FlowContext.of("st-1", {"actor": "boss"})) is not None
+    _set_row(db, "st-1", vars='{"amount": 1}')
+    before = every_row(db)
+    bad: list[tuple[str, str]] = []
+    reindex(
+        db,
+        engine,
+        state_controller=ActorStateController(),
+        everything=everything,
+        on_bad_row=lambda instance_id, error: bad.append((instance_id, type(error).__name__)),
+    )
+    assert bad == [("st-1", "SnapshotError")]
+    assert every_row(db) == before
+
+
+def test_reindex_passes_over_a_row_that_holds_no_instance(db: sa.Engine) -> None:
+    """A row with no graph, no states and no variables — what an ``index=False`` find on an
+    unknown id by someone who may not operate its first task left behind — holds no instance:
+    the pass goes on past it (it stopped there with "names no graph" on every run)."""
+    plain = executor(db, index=False)
+    approve(plain, "e-2", "employee", amount=1)
+    with db.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO bpm_flow_repository (instant_id, create_time, update_time) "
+                "VALUES ('e-1', :t, :t)"
+            ).bindparams(sa.bindparam("t", type_=sa.DateTime())),
+            {"t": datetime(2026, 1, 2)},
+        )
+    assert reindex(db, flow_engine_oa(), state_controller=controller_oa()) == 1
+    indexed = executor(db, index=True)
+    assert indexed.status("e-1") is None
+    assert [t.node_id for t in indexed.open_tasks("e-2")] == ["manager"]
+
+
+def test_a_find_on_an_unknown_id_leaves_no_row_without_the_index(db: sa.Engine) -> None:
+    """Without the index too, an operation that stores nothing leaves no row: the row its
+    locking read created (all NULL) was kept, and a reindex could not index it."""
+    plain = executor(db, index=False)
+    assert plain.find_task("oa", ctx("u-1", "manager")) is not None
+    assert plain.claim_task("oa", ctx("u-2", "manager")) is None
+    assert _rows(db)["bpm_flow_repository"] == 0
+
+
+def test_without_the_index_a_find_removes_a_blank_row_and_keeps_another_writer_s_empty_one(
+    db: sa.Engine,
+) -> None:
+    """A row whose states, vars and graph are all NULL was left by a locking read (before such
+    rows were removed): the next operation that stores nothing removes it. A row another
+    writer left empty — ``{}`` states and vars, as a restart writes — is an instance: kept."""
+    insert = sa.text(
+        "INSERT INTO bpm_flow_repository (instant_id, states, vars, create_time, update_time) "
+        "VALUES (:i, :s, :v, :t, :t)"
+    ).bindparams(sa.bindparam("t", type_=sa.DateTime()))
+    with db.begin() as conn:
+        conn.execute(insert, {"i": "blank-1", "s": None, "v": None, "t": datetime(2026, 1, 2)})
+        conn.execute(insert, {"i": "empty-1", "s": "{}", "v": "{}", "t": datetime(2026, 1, 2)})
+    plain = executor(db, index=False)
+    for instance_id in ("blank-1", "empty-1"):
+        assert plain.claim_task("oa", ctx(instance_id, "manager")) is None
+    assert raw_row(db, "blank-1") is None
+    assert raw_row(db, "empty-1") == {"states": {}, "vars": {}, "graph": None}
+
+
+def test_reindex_names_the_instance_whose_walk_or_graph_fails(db: sa.Engine) -> None:
+    """A condition failing on a row's stored variables and a stored graph whose node id the
+    SQL storage refuses are raised by code that does not know the instance: the reindex's
+    error (its type kept) names the row it stopped at."""
+    plain = executor(db, index=False)
+    approve(plain, "cv-1", "employee", amount=1)
+    _set_row(db, "cv-1", vars='{"amount": "abc"}')
+    with pytest.raises(ConditionError, match="instance 'cv-1'") as raised:
+        reindex(db, flow_engine_oa(), state_controller=controller_oa())
+    assert getattr(raised.value, "instance_id", None) == "cv-1"
+    _set_row(db, "cv-1", vars='{"amount": 1}')
+    long_id = "n" * 65
+    graph = {
+        "id": "long",
+        "layout": [
+            {"id": "start", "type": "start", "link": long_id},
+            {"id": long_id, "meta": {"actor": "x"}, "link": "end"},
+            {"id": "end", "type": "end"},
+        ],
+    }
+    approve(plain, "ug-1", "employee", amount=1)
+    _set_row(db, "ug-1", graph=json.dumps(graph), states="{}")
+    with pytest.raises(UnstorableGraphError, match="instance 'ug-1'"):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+
+
+def test_reindex_runs_a_batch_again_after_a_lock_conflict(
+    db: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadlock with a live transaction rolls a batch back (seen beside an application's
+    traffic): the batch runs again — a pass over millions of rows stopped at the first one —
+    and its bad row is reported once, after the attempt that committed. After
+    ``BATCH_ATTEMPTS`` conflicts the error is raised, the batch's writes rolled back."""
+    plain = executor(db, index=False)
+    for instance_id in ("rb-1", "rb-2"):
+        approve(plain, instance_id, "employee", amount=1)
+    _set_row(db, "rb-2", graph=None, states='{"zz:apply": 1002}')  # graph zz: not loaded
+    real_run = reindex_module._Batch.run
+    conflicts = {"left": 2}
+
+    def run_then_conflict(self: Any, conn: sa.Connection, last: int, size: int) -> Any:
+        result = real_run(self, conn, last, size)  # its writes are in the transaction
+        if conflicts["left"] and result[0]:
+            conflicts["left"] -= 1
+            raise ConcurrentSubmitError("rb-1", "deadlock (simulated)")
+        return result
+
+    delays: list[float] = []
+    monkeypatch.setattr(reindex_module._Batch, "run", run_then_conflict)
+    monkeypatch.setattr(reindex_module, "_sleep", delays.append)
+    bad: list[tuple[str, str]] = []
+
+    def report(instance_id: str, error: Exception) -> None:
+        bad.append((instance_id, type(error).__name__))
+
+    indexed = reindex(db, flow_engine_oa(), state_controller=controller_oa(), on_bad_row=report)
+    assert (indexed, bad, len(delays)) == (1, [("rb-2", "GraphNotFoundError")], 2)
+    assert executor(db, index=True).status("rb-1") == InstanceStatus.RUNNING
+
+    approve(plain, "rb-3", "employee", amount=1)
+    before = every_row(db)
+    conflicts["left"] = reindex_module.BATCH_ATTEMPTS
+    with pytest.raises(ConcurrentSubmitError):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), on_bad_row=report)
+    assert every_row(db) == before
+    assert len(bad) == 1
 
 
 def test_reindex_names_a_graph_it_does_not_have_and_the_instance(db: sa.Engine) -> None:
