@@ -209,13 +209,14 @@ class WorkflowExecutor:
         self, task: Task | None, action: TaskAction, ctx: FlowContext, *, message: str | None = None
     ) -> bool:
         """Submit only if ``task`` is WAITING — checked on the task, then again under the
-        instance lock against the repository together with ``is_operatable``. True if done."""
+        instance lock against the repository together with ``is_operatable``. True if done;
+        False, writing nothing, for a task claimed for another instance than ``ctx``'s."""
         check_context(ctx)
         check_message(message, ctx)
         if task is None:
             return False
         check_task(task, ctx)
-        if task.state != TaskState.WAITING:
+        if task.state != TaskState.WAITING or _of_another_instance(task, ctx):
             return False
         return self._submit(task.root_graph, task.node, action, ctx, message, check_waiting=True)
 
@@ -321,16 +322,16 @@ class WorkflowExecutor:
         """Send ``task`` back to the human task whose submit led to it (the last node of its
         lineage), which becomes WAITING again; the task and everything that submit settled on
         the way lose their states. False, writing nothing, when the task is not open and
-        WAITING for ``ctx`` (checked under the instance lock). Raises :class:`SendBackError`
-        (nothing written) when there is no single earlier task to go back to,
-        :class:`IndexUnavailableError` without a task index."""
+        WAITING for ``ctx`` (checked under the instance lock), or is another instance's.
+        Raises :class:`SendBackError` (nothing written) when there is no single earlier task
+        to go back to, :class:`IndexUnavailableError` without a task index."""
         check_context(ctx)
         check_message(message, ctx)
         if task is None:
             return False
         check_sendable(task, ctx)
         if isinstance(task, Task):
-            if task.state != TaskState.WAITING:
+            if task.state != TaskState.WAITING or _of_another_instance(task, ctx):
                 return False
             root, node = task.root_graph, task.node
         else:
@@ -513,6 +514,23 @@ class WorkflowExecutor:
         if root is not None and graph.id in called_graphs(self.engine, root):
             return read, root
         raise GraphMismatchError(ctx.instance_id, graph.id, stored.graph_id)
+
+    def _restart_root(self, graph: Graph, ctx: FlowContext, read: IndexRead) -> Graph:
+        """The root graph a RESTART naming ``graph`` starts the instance over as: the root it
+        runs as when ``graph`` is one of the sub-graphs that root calls (its task was claimed
+        on the sub-graph's id), else ``graph`` itself — a RESTART may start the instance over
+        as another graph's."""
+        stored = read.stored
+        if stored is not None:
+            if not stored.graph_id or stored.graph_id == graph.id:
+                return graph
+            root = self.engine.get_graph(stored.graph_id)
+            called = root is not None and graph.id in called_graphs(self.engine, root)
+            return root if called and root is not None else graph
+        try:
+            return root_by_states(self.engine, graph, ctx.instance_id, read.states)
+        except GraphMismatchError:
+            return graph
 
     def _check_for_index(self, graph: Graph, ctx: FlowContext) -> None:
         """Before a claim or submit of ``graph`` (before its first statement; the reads leave
@@ -703,6 +721,7 @@ class WorkflowExecutor:
                 # A RESTART clears every state: the instance may start over as another graph's.
                 if action == TaskAction.RESTART:
                     read = index.index_read(ctx)
+                    indexed = self._restart_root(graph, ctx, read)
                 else:
                     read, indexed = self._indexed_read(index, graph, ctx)
             if read is not None and _closed_to(read, action):
@@ -714,7 +733,12 @@ class WorkflowExecutor:
             saved_exchanger = ctx.exchanger
             passed: list[Node] = []
             try:
-                with ctx.scoped(INTENT_KEY, WorkflowIntent(graph, IntentType.SUBMIT_TASK)):
+                # The intent names the root graph the row stores (a RESTART of a sub-graph's
+                # task starts the instance over as its root graph's, not as the sub-graph's).
+                intent = WorkflowIntent(
+                    indexed if action == TaskAction.RESTART else graph, IntentType.SUBMIT_TASK
+                )
+                with ctx.scoped(INTENT_KEY, intent):
                     current = self._submit_do(graph, node, action, ctx, passed)
             finally:
                 ctx.exchanger = saved_exchanger
@@ -930,6 +954,13 @@ def _checked_action(action: TaskAction | int, graph: Graph, node: Node) -> TaskA
     if checked == TaskAction.UNKNOWN:
         raise InvalidActionError(action, graph_id=graph.id, node_id=node.id)
     return checked
+
+
+def _of_another_instance(task: Task, ctx: FlowContext) -> bool:
+    """Whether ``task`` was claimed or found for another instance than ``ctx``'s: a task is
+    bound to its instance (as an inbox's ``OpenTask`` is) — one kept in a web session and
+    submitted with a context built from another id must not act on that instance."""
+    return task.context.instance_id != ctx.instance_id
 
 
 def _closed_to(read: IndexRead, action: TaskAction) -> bool:

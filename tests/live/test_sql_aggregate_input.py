@@ -388,3 +388,21 @@ def test_vars_filter_lets_a_gateway_route_on_a_controller_key(db: sa.Engine) -> 
     assert [t.node_id for t in ex.open_tasks("d-1")] == ["sales"]
     claimed = ex.claim_task("dept", FlowContext.of("d-1", {"actor": "sam"}))
     assert claimed is not None and claimed.node_id == "sales"
+
+
+def test_a_task_claimed_for_one_instance_does_not_act_on_another(db: sa.Engine) -> None:
+    """A ``Task`` claimed for one instance, submitted or sent back with a context naming
+    another (a task kept in a web session, an id from the URL): False, nothing written — it
+    completed the other instance's task."""
+    ex = executor(db, index=True)
+    for instance_id in ("x-1", "x-2"):
+        assert approve(ex, instance_id, "employee", amount=1)
+    task = ex.claim_task("oa", ctx("x-1", "manager"))
+    assert task is not None and task.node.id == "manager"
+    assert ex.claim_task("oa", ctx("x-2", "manager")) is not None
+    before = every_row(db)
+    other = ctx("x-2", "manager")
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, other) is False
+    assert ex.send_back(task, other) is False
+    assert every_row(db) == before
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx("x-1", "manager"))

@@ -2000,6 +2000,32 @@ def test_a_sub_graph_s_task_claimed_on_its_own_id_keeps_the_instance_on_its_root
     assert row is not None and row["graph"]["id"] == "main"
 
 
+@pytest.mark.parametrize("submit", ["submit_task", "submit_task_at"])
+def test_a_restart_of_a_sub_graph_s_task_starts_the_instance_over_as_its_root_graph(
+    db: sa.Engine, submit: str
+) -> None:
+    """A RESTART submitted on the sub-graph's task (claimed on the sub-graph's id, as the
+    reference does) clears every state: the instance starts over as the root graph's. It was
+    re-rooted on the sub-graph — indexed and stored as ``review``, its root graph's task
+    after the call lost, and a claim on ``main`` refused with GraphMismatchError."""
+    ex = _main_and_review(db)
+    applicant = FlowContext.of("rs-1", {"actor": "applicant"})
+    reviewer = FlowContext.of("rs-1", {"actor": "reviewer"})
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, applicant)
+    check = ex.claim_task("review", reviewer)
+    assert check is not None and check.node.id == "check"
+    if submit == "submit_task":
+        ex.submit_task(check, TaskAction.RESTART, reviewer)
+    else:
+        ex.submit_task_at("review", "check", TaskAction.RESTART, reviewer)
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("rs-1", "main")]
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("rs-1")] == [("main", "apply")]
+    row = raw_row(db, "rs-1")
+    assert row is not None and row["graph"]["id"] == "main"
+    again = ex.claim_task("main", applicant)
+    assert again is not None and again.node.id == "apply"
+
+
 # -- a row never indexed: its state keys tell which graph it runs ------------------------------
 _SWITCH_B_OPERATIONS = {
     "claim_task": lambda ex, c: ex.claim_task("switch-b", c),

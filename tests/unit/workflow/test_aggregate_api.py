@@ -213,6 +213,42 @@ def test_send_back_accepts_an_open_task_and_is_false_when_not_waiting_for_the_ca
     assert [t.node_id for t in ex.open_tasks("i-1")] == ["apply"]
 
 
+def test_a_task_claimed_for_one_instance_does_not_act_on_another(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    """A ``Task`` is bound to the instance it was claimed for, as an ``OpenTask`` is: kept in
+    a web session and submitted (or sent back) with a context naming another instance, it
+    completed that instance's task instead — False now, nothing written."""
+    for instance_id in ("x-1", "x-2"):
+        _approve(ex, instance_id, actor="alice")
+    task = ex.claim_task("excl", _ctx("x-1", role="boss"))
+    assert task is not None and task.node.id == "manager"
+    assert ex.claim_task("excl", _ctx("x-2", role="boss")) is not None
+    before = (_nodes(ex, "x-1"), _nodes(ex, "x-2"), len(recorder.records))
+    other = _ctx("x-2", role="boss")
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, other) is False
+    assert ex.send_back(task, other) is False
+    assert (_nodes(ex, "x-1"), _nodes(ex, "x-2"), len(recorder.records)) == before
+    assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, _ctx("x-1", role="boss"))
+
+
+def test_a_restart_of_a_sub_graph_s_task_starts_the_instance_over_as_its_root_graph() -> None:
+    """The instance stays its root graph's: a RESTART named on the sub-graph re-rooted it."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(SUB_GRAPH_REVIEW))
+    engine.load(Graph.from_text(CALLS_SUB_GRAPH))
+    ex = WorkflowExecutor(engine, ActorStateController())
+    applicant = FlowContext.of("rs-1", {"actor": "applicant"})
+    reviewer = FlowContext.of("rs-1", {"actor": "reviewer"})
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, applicant)
+    check = ex.claim_task("review", reviewer)
+    assert check is not None
+    ex.submit_task(check, TaskAction.RESTART, reviewer)
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("rs-1", "main")]
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("rs-1")] == [("main", "apply")]
+    assert ex.claim_task("main", applicant) is not None
+
+
 def test_send_back_of_the_first_task_is_refused(ex: WorkflowExecutor) -> None:
     ctx = _ctx("i-1", actor="alice")
     task = ex.claim_task("excl", ctx)
@@ -575,8 +611,9 @@ _OTHER_GRAPH_OPERATIONS: dict[str, Callable[[WorkflowExecutor, FlowContext, Task
     "find_task": lambda ex, c, task: ex.find_task("par", c),
     "find_next_tasks": lambda ex, c, task: ex.find_next_tasks("par", c),
     "submit_task_at": lambda ex, c, task: ex.submit_task_at("par", "draft", TaskAction.FORWARD, c),
+    # par's task as claimed for the instance (one claimed for another is refused before).
     "submit_task_if_waiting": lambda ex, c, task: ex.submit_task_if_waiting(
-        task, TaskAction.FORWARD, c
+        dataclasses.replace(task, context=c), TaskAction.FORWARD, c
     ),
     "submit_task": lambda ex, c, task: ex.submit_task(task, TaskAction.FORWARD, c),
 }
