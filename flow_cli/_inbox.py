@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from flow.context import FlowContext
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, db_option
+from flow_cli._parser import Parser, db_option, identity
 from flow_cli._table import format_table, printable
 
 if TYPE_CHECKING:
@@ -34,8 +34,12 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         description="Open tasks of running instances that ACTOR (or ROLE) may operate, oldest "
         "first, one page at a time. A task of a graph without actors is in every inbox.",
     )
-    inbox.add_argument("--actor", metavar="A", help="who asks (a node's meta 'actor')")
-    inbox.add_argument("--role", metavar="R", help="a role they hold (a node's meta 'role')")
+    inbox.add_argument(
+        "--actor", metavar="A", type=identity, help="who asks (a node's meta 'actor')"
+    )
+    inbox.add_argument(
+        "--role", metavar="R", type=identity, help="a role they hold (a node's meta 'role')"
+    )
     inbox.add_argument("--graph", metavar="ID", help="only tasks of the graph with this id")
     inbox.add_argument(
         "--limit", type=page_size, default=50, metavar="N", help="show at most N (default 50)"
@@ -57,7 +61,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "restart changes it any more. Fails when INSTANCE is not running.",
     )
     withdraw.add_argument("instance", metavar="INSTANCE", help="instance id")
-    withdraw.add_argument("--actor", metavar="A", help="who withdraws (kept in the history)")
+    withdraw.add_argument(
+        "--actor", metavar="A", type=identity, help="who withdraws (kept in the history)"
+    )
     withdraw.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
     withdraw.add_argument(
         "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
@@ -75,7 +81,10 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     send_back.add_argument("instance", metavar="INSTANCE", help="instance id")
     send_back.add_argument("node", metavar="NODE", help="node id of the task to send back")
     send_back.add_argument(
-        "--actor", metavar="A", help="who sends it back (default: the node's meta 'actor')"
+        "--actor",
+        metavar="A",
+        type=identity,
+        help="who sends it back (default: the node's meta 'actor')",
     )
     send_back.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
     send_back.add_argument(

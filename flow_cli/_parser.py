@@ -39,5 +39,9 @@ def db_option() -> Parser:
     return parent
 
 
-def actor_option(parent: Parser, help: str) -> None:
-    parent.add_argument("--actor", metavar="A", help=help)
+def identity(value: str) -> str:
+    """An ``--actor``/``--role`` value: blank is a usage error, never "no one" — an empty
+    ``--actor`` once meant the node's own actor to one command and was refused by another."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value

@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import subprocess
+import sys
 
 import pytest
 import sqlalchemy as sa
@@ -84,6 +85,43 @@ def test_inbox_usage_errors(flow: Flow, migrated: str) -> None:
         assert huge.code == 2 and "expected a cursor" in single_error_line(huge)
         many = flow(*command, "--limit", str(10**23), "--db", migrated)
         assert many.code == 2 and "expected at most 10000" in single_error_line(many)
+
+
+def test_a_blank_actor_or_role_is_a_usage_error_for_every_command(
+    flow: Flow, migrated: str
+) -> None:
+    """``--actor ""`` meant the node's own actor to submit and send-back, and was refused by
+    inbox: it is a usage error everywhere now, and nothing is written."""
+    start(flow, migrated, "b-1", 100)
+    before = flow("history", "b-1", "--db", migrated).out
+    commands = [
+        ["inbox"],
+        ["claim", "b-1"],
+        ["submit", "b-1", "manager", "forward"],
+        ["send-back", "b-1", "manager"],
+        ["withdraw", "b-1"],
+        ["start", OA, "--instance", "b-2"],
+    ]
+    for command, blank in zip(commands, ["", "  "] * 3, strict=True):
+        result = flow(*command, "--actor", blank, "--db", migrated)
+        assert result.code == 2, (command, result.err)
+        assert "argument --actor: must not be empty" in single_error_line(result)
+    role = flow("inbox", "--role", "", "--db", migrated)
+    assert role.code == 2 and "argument --role: must not be empty" in single_error_line(role)
+    assert flow("history", "b-1", "--db", migrated).out == before
+    assert flow("instances", "--db", migrated).out.count("b-2") == 0
+
+
+def test_python_dash_m_flow_cli_runs_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "flow_cli", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: flow ")
 
 
 def test_inbox_by_role_and_graph(flow: Flow, migrated: str) -> None:
