@@ -939,6 +939,25 @@ def test_reindex_names_a_row_that_names_no_graph(db: sa.Engine) -> None:
         reindex(db, flow_engine_oa(), state_controller=controller_oa())
 
 
+def _bad_rows(
+    db: sa.Engine,
+    engine: FlowEngine | None = None,
+    controller: Any = None,
+    **options: Any,
+) -> list[tuple[str, str]]:
+    """Reindex reporting bad rows (default: the OA graph and its controller); the rows
+    reported, as (instance id, error type name)."""
+    bad: list[tuple[str, str]] = []
+    reindex(
+        db,
+        engine if engine is not None else flow_engine_oa(),
+        state_controller=controller if controller is not None else controller_oa(),
+        on_bad_row=lambda instance_id, error: bad.append((instance_id, type(error).__name__)),
+        **options,
+    )
+    return bad
+
+
 def test_reindex_reads_a_graph_column_holding_json_null_as_no_graph(db: sa.Engine) -> None:
     """Go's ``json.Marshal`` of a nil value writes the literal ``null``: no graph stored, as a
     SQL NULL — the row is indexed by its states' graph (it was taken for a graph named
@@ -946,14 +965,7 @@ def test_reindex_reads_a_graph_column_holding_json_null_as_no_graph(db: sa.Engin
     plain = executor(db, index=False)
     approve(plain, "jn-1", "employee", amount=1)
     _set_row(db, "jn-1", graph="null")
-    bad: list[tuple[str, str]] = []
-    reindex(
-        db,
-        flow_engine_oa(),
-        state_controller=controller_oa(),
-        on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
-    )
-    assert bad == []
+    assert _bad_rows(db) == []
     assert [t.node_id for t in executor(db, index=True).open_tasks("jn-1")] == ["manager"]
 
 
@@ -971,14 +983,7 @@ def test_reindex_refuses_a_row_whose_variables_route_past_the_task_it_waits_on(
     assert plain.claim_task("oa", ctx("gv-1", "manager")) is not None  # manager WAITING
     _set_row(db, "gv-1", vars='{"amount": 9000}')
     before = every_row(db)
-    bad: list[tuple[str, str]] = []
-    reindex(
-        db,
-        flow_engine_oa(),
-        state_controller=controller_oa(),
-        on_bad_row=lambda instance_id, error: bad.append((instance_id, type(error).__name__)),
-    )
-    assert bad == [("gv-1", "SnapshotError")]
+    assert _bad_rows(db) == [("gv-1", "SnapshotError")]
     assert every_row(db) == before
     indexed = executor(db, index=True)
     assert approve(indexed, "gv-1", "manager", amount=1)
@@ -1007,16 +1012,8 @@ def test_reindex_indexes_a_terminated_instance_whose_other_branch_waits(
     ``flow reindex`` stopped at it on every run."""
     ex = sql_workflow(db, flow_engine(), state_controller=controller(), index=index)
     _terminate_one_branch(ex, "tb-1")
-    bad: list[tuple[str, str]] = []
     for everything in (False, True):
-        reindex(
-            db,
-            flow_engine(),
-            state_controller=controller(),
-            everything=everything,
-            on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
-        )
-    assert bad == []
+        assert _bad_rows(db, flow_engine(), controller(), everything=everything) == []
     indexed = sql_workflow(db, flow_engine(), state_controller=controller())
     assert indexed.status("tb-1") == InstanceStatus.TERMINATED
     assert indexed.open_tasks("tb-1") == []
@@ -1035,31 +1032,8 @@ def test_reindex_keeps_an_index_a_live_operation_stored_beside_a_task_left_waiti
     assert ex.claim_task("oa", ctx("lv-1", "director", amount=9000)) is not None
     assert [t.node_id for t in ex.open_tasks("lv-1")] == ["director"]
     before = every_row(db)
-    bad: list[tuple[str, str]] = []
-    reindex(
-        db,
-        flow_engine_oa(),
-        state_controller=controller_oa(),
-        everything=True,
-        on_bad_row=lambda instance_id, error: bad.append((instance_id, repr(error))),
-    )
-    assert bad == []
+    assert _bad_rows(db, everything=True) == []
     assert every_row(db) == before
-
-
-_STRAIGHT_TO_END = """
-id: g
-layout:
-  - {id: s, type: start, link: apply}
-  - {id: apply, meta: {actor: alice}, link: gw}
-  - id: gw
-    type: exclusive
-    link:
-      - {nextId: mgr, when: "amount >= 50"}
-      - {nextId: e}
-  - {id: mgr, meta: {actor: boss}, link: e}
-  - {id: e, type: end}
-"""
 
 
 @pytest.mark.parametrize("everything", [False, True])
@@ -1070,7 +1044,7 @@ def test_reindex_refuses_a_row_whose_variables_route_past_its_waiting_task_to_th
     route straight to the END: indexed on them, a running instance read COMPLETED — its task
     in no inbox, a withdraw refused. A bad row, nothing written."""
     engine = FlowEngine()
-    engine.load(Graph.from_text(_STRAIGHT_TO_END))
+    engine.load(Graph.from_text(JUMP_TO_GATEWAY))
     ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=everything)
     alice = FlowContext.of("st-1", {"actor": "alice", "amount": 100})
     assert ex.submit_task_if_waiting(ex.claim_task("g", alice), TaskAction.FORWARD, alice)
@@ -1078,14 +1052,7 @@ def test_reindex_refuses_a_row_whose_variables_route_past_its_waiting_task_to_th
     assert plain.claim_task("g", FlowContext.of("st-1", {"actor": "boss"})) is not None
     _set_row(db, "st-1", vars='{"amount": 1}')
     before = every_row(db)
-    bad: list[tuple[str, str]] = []
-    reindex(
-        db,
-        engine,
-        state_controller=ActorStateController(),
-        everything=everything,
-        on_bad_row=lambda instance_id, error: bad.append((instance_id, type(error).__name__)),
-    )
+    bad = _bad_rows(db, engine, ActorStateController(), everything=everything)
     assert bad == [("st-1", "SnapshotError")]
     assert every_row(db) == before
 
