@@ -503,16 +503,21 @@ class WorkflowExecutor:
         Go plugin's, or written with ``index=False`` — is judged by its state keys
         (:func:`root_by_states`)."""
         read = index.index_read(ctx)
+        return read, self._root_of(graph, ctx, read)
+
+    def _root_of(self, graph: Graph, ctx: FlowContext, read: IndexRead) -> Graph:
+        """The root graph of the instance ``read`` holds for an operation naming ``graph``
+        (see :meth:`_indexed_read`); :class:`GraphMismatchError` when it runs another."""
         stored = read.stored
         if stored is None:
             if not read.states:
-                return read, graph
-            return read, root_by_states(self.engine, graph, ctx.instance_id, read.states)
+                return graph
+            return root_by_states(self.engine, graph, ctx.instance_id, read.states)
         if not stored.graph_id or stored.graph_id == graph.id:
-            return read, graph
+            return graph
         root = self.engine.get_graph(stored.graph_id)
         if root is not None and graph.id in called_graphs(self.engine, root):
-            return read, root
+            return root
         raise GraphMismatchError(ctx.instance_id, graph.id, stored.graph_id)
 
     def _restart_root(self, graph: Graph, ctx: FlowContext, read: IndexRead) -> Graph:
@@ -520,15 +525,8 @@ class WorkflowExecutor:
         runs as when ``graph`` is one of the sub-graphs that root calls (its task was claimed
         on the sub-graph's id), else ``graph`` itself — a RESTART may start the instance over
         as another graph's."""
-        stored = read.stored
-        if stored is not None:
-            if not stored.graph_id or stored.graph_id == graph.id:
-                return graph
-            root = self.engine.get_graph(stored.graph_id)
-            called = root is not None and graph.id in called_graphs(self.engine, root)
-            return root if called and root is not None else graph
         try:
-            return root_by_states(self.engine, graph, ctx.instance_id, read.states)
+            return self._root_of(graph, ctx, read)
         except GraphMismatchError:
             return graph
 
