@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from flow.context import FlowContext
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, db_option, identity
+from flow_cli._parser import Parser, actor_option, db_option, identity
 from flow_cli._table import format_table, printable
 
 if TYPE_CHECKING:
@@ -34,9 +34,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         description="Open tasks of running instances that ACTOR (or ROLE) may operate, oldest "
         "first, one page at a time. A task of a graph without actors is in every inbox.",
     )
-    inbox.add_argument(
-        "--actor", metavar="A", type=identity, help="who asks (a node's meta 'actor')"
-    )
+    actor_option(inbox, "who asks (a node's meta 'actor')")
     inbox.add_argument(
         "--role", metavar="R", type=identity, help="a role they hold (a node's meta 'role')"
     )
@@ -61,9 +59,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "restart changes it any more. Fails when INSTANCE is not running.",
     )
     withdraw.add_argument("instance", metavar="INSTANCE", help="instance id")
-    withdraw.add_argument(
-        "--actor", metavar="A", type=identity, help="who withdraws (kept in the history)"
-    )
+    actor_option(withdraw, "who withdraws (kept in the history)")
     withdraw.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
     withdraw.add_argument(
         "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
@@ -80,12 +76,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     send_back.add_argument("instance", metavar="INSTANCE", help="instance id")
     send_back.add_argument("node", metavar="NODE", help="node id of the task to send back")
-    send_back.add_argument(
-        "--actor",
-        metavar="A",
-        type=identity,
-        help="who sends it back (default: the node's meta 'actor')",
-    )
+    actor_option(send_back, "who sends it back (default: the node's meta 'actor')")
     send_back.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
     send_back.add_argument(
         "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"

@@ -45,3 +45,8 @@ def identity(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return value
+
+
+def actor_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--actor A`` (a blank value is a usage error)."""
+    parser.add_argument("--actor", metavar="A", type=identity, help=help)

@@ -9,7 +9,7 @@ from typing import Any
 
 from flow.workflow.states import TaskAction
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, db_option, identity
+from flow_cli._parser import Parser, actor_option, db_option
 from flow_cli._table import escaped
 
 ACTIONS = tuple(a.name.lower() for a in TaskAction if a is not TaskAction.UNKNOWN)
@@ -45,9 +45,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         metavar="KEY=VALUE",
         help="a variable for conditions (repeatable; VALUE is JSON when it parses: 5, true)",
     )
-    start.add_argument(
-        "--actor", metavar="A", type=identity, help="who starts it (the 'actor' variable)"
-    )
+    actor_option(start, "who starts it (the 'actor' variable)")
     start.set_defaults(handler=run_start)
 
     claim = commands.add_parser(
@@ -58,9 +56,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "waiting. Prints the claimed task, or where the instance stands when there is none.",
     )
     claim.add_argument("instance", metavar="INSTANCE", help="instance id")
-    claim.add_argument(
-        "--actor", metavar="A", type=identity, help="who claims (matches a node's meta 'actor')"
-    )
+    actor_option(claim, "who claims (matches a node's meta 'actor')")
     claim.add_argument(
         "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
     )
@@ -80,9 +76,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     submit.add_argument(
         "action", metavar="ACTION", type=parse_action, help=f"one of: {', '.join(ACTIONS)}"
     )
-    submit.add_argument(
-        "--actor", metavar="A", type=identity, help="who acts (default: the node's meta 'actor')"
-    )
+    actor_option(submit, "who acts (default: the node's meta 'actor')")
     submit.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
     submit.add_argument(
         "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
