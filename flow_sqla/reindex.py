@@ -10,8 +10,8 @@ row for every batch — quadratic on the millions of rows a Go-plugin database m
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +28,8 @@ from flow_sqla._engine import engine_for
 from flow_sqla._reads import read_time
 from flow_sqla._rows import parse_index
 from flow_sqla._todo import TodoTable
-from flow_sqla._translate import Translating, commit
 from flow_sqla.errors import RepositoryError
-from flow_sqla.retry import backoff
+from flow_sqla.retry import run_in_transaction
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
 
@@ -45,8 +44,6 @@ BATCH_SIZE = 500
 MAX_BATCH_SIZE = 100_000
 #: How many times a batch is run when the database rolls it back for a lock conflict.
 BATCH_ATTEMPTS = 5
-#: How the loop waits between attempts (tests replace it to record the delays).
-_sleep: Callable[[float], None] = time.sleep
 
 
 def reindex(
@@ -100,9 +97,15 @@ def reindex(
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)
     ops = DialectOps(db.dialect, tables)
     batch = _Batch(executor, engine, tables, everything, on_bad_row is not None, ops)
+    maintenance = _for_maintenance(db, ops)
     last, seen, indexed = after, 0, 0
     while True:
-        window, wanted, done, bad = _run_batch(db, ops, batch, last, batch_size)
+        # One transaction per batch, run again after a lock conflict: a deadlock with the
+        # application's live transactions beside a reindex of millions of rows is to be
+        # expected, and a batch is safe to repeat (it recomputes what it writes from the rows
+        # as they are then). Its statements and its COMMIT fail as the library's errors.
+        run = functools.partial(batch.run, last=last, size=batch_size)
+        window, wanted, done, bad = run_in_transaction(maintenance, run, attempts=BATCH_ATTEMPTS)
         if on_bad_row is not None:
             for instance_id, error in bad:
                 on_bad_row(instance_id, error)
@@ -117,40 +120,13 @@ def reindex(
             progress(seen, indexed)
 
 
-def _run_batch(
-    db: Engine, ops: DialectOps, batch: _Batch, last: int, size: int
-) -> tuple[list[int], int, int, list[tuple[str, FlowError]]]:
-    """Index the window after ``last`` in one transaction, run again (up to
-    ``BATCH_ATTEMPTS`` times, with a short random back-off) when the database rolled it back
-    for a lock conflict — a deadlock with the application's live transactions beside a
-    reindex of millions of rows is to be expected, and the batch is safe to repeat: it
-    recomputes what it writes from the rows as they are then. Returns what ``_Batch.run``
-    does and the bad rows of the committed attempt (reported once, after its COMMIT)."""
-    for attempt in range(1, BATCH_ATTEMPTS + 1):
-        # The batch's own statements (the window, its rows, the COMMIT) fail as the
-        # library's errors too: a lock timeout is a ConcurrentSubmitError, a missing table
-        # a RepositoryError, a connection lost in the COMMIT a CommitOutcomeUnknownError —
-        # never a SQLAlchemy exception type.
-        guard = Translating(ops, None)
-        try:
-            with guard, db.connect() as conn, _for_maintenance(conn, ops).begin() as trans:
-                window, wanted, done, bad = batch.run(conn, last, size)
-                guard.committing = True  # what fails from here on is the COMMIT
-                commit(conn, trans)
-            return window, wanted, done, bad
-        except ConcurrentSubmitError:
-            if attempt == BATCH_ATTEMPTS:
-                raise
-            _sleep(backoff(attempt))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _for_maintenance(conn: Connection, ops: DialectOps) -> Connection:
-    """``conn`` at the isolation its batch reads the latest commits at without range locks
-    (READ COMMITTED on MySQL/MariaDB; the pool resets it when the connection goes back)."""
-    if ops.maintenance_isolation is not None:
-        conn.execution_options(isolation_level=ops.maintenance_isolation)
-    return conn
+def _for_maintenance(db: Engine, ops: DialectOps) -> Engine:
+    """``db`` at the isolation a batch reads the latest commits at without range locks
+    (READ COMMITTED on MySQL/MariaDB; each connection is reset when it goes back to the
+    pool)."""
+    if ops.maintenance_isolation is None:
+        return db
+    return db.execution_options(isolation_level=ops.maintenance_isolation)
 
 
 class _Batch:

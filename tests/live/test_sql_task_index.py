@@ -1155,7 +1155,7 @@ def test_reindex_runs_a_batch_again_after_a_lock_conflict(
 
     delays: list[float] = []
     monkeypatch.setattr(reindex_module._Batch, "run", run_then_conflict)
-    monkeypatch.setattr(reindex_module, "_sleep", delays.append)
+    monkeypatch.setattr(importlib.import_module("flow_sqla.retry"), "_sleep", delays.append)
     bad: list[tuple[str, str]] = []
 
     def report(instance_id: str, error: Exception) -> None:
