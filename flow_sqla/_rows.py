@@ -35,6 +35,13 @@ class StoredRow(NamedTuple):
     aggregate: InstanceIndex | None = None
 
 
+def holds_nothing(states: Any, vars_null: bool, graph: Any) -> bool:
+    """Whether a row's raw columns hold nothing any write put there — ``states``, ``vars`` and
+    ``graph`` all NULL: the row a locking read inserts for an unknown id (a write always
+    stores a states object, a restart too)."""
+    return states is None and vars_null and not graph
+
+
 def parse_states(instance_id: str, raw: Any) -> dict[str, int]:
     """``states`` of a row: ``None`` reads as empty; raises :class:`SnapshotError` on any
     shape other than an object of string keys to integers."""

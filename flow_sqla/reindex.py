@@ -26,7 +26,7 @@ from flow.workflow.errors import ConcurrentSubmitError, GraphMismatchError
 from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
 from flow_sqla._reads import read_time
-from flow_sqla._rows import parse_index
+from flow_sqla._rows import holds_nothing, parse_index
 from flow_sqla._todo import TodoTable
 from flow_sqla.errors import RepositoryError
 from flow_sqla.retry import run_in_transaction
@@ -310,7 +310,7 @@ def _never_started(row: Any) -> bool:
     operation on an unknown id that stored nothing left behind before such rows were removed
     (a find by someone who may not operate the first task, with ``index=False``). Nothing to
     index; a live operation that starts the instance indexes it."""
-    return row.graph is None and row.states is None and row.no_vars and row.status is None
+    return holds_nothing(row.states, row.no_vars, row.graph) and row.status is None
 
 
 def _index_unreadable(instance_id: str, row: Any) -> bool:

@@ -55,6 +55,7 @@ from flow_sqla._prepared import PreparedStatements
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
+    holds_nothing,
     malformed_index,
     parse_index,
     parse_row,
@@ -596,7 +597,7 @@ class SqlStateRepository:
         if self._dialect.reads_back_id and row[-1] != instance_id:
             raise IdCollationError(instance_id, str(row[-1]), self.tables.repository.fullname)
         states, variables, graph = row[:3]
-        blank = states is None and variables is None and not graph
+        blank = holds_nothing(states, variables is None, graph)
         if self._dialect.json_as_text:
             states = _json_value(instance_id, states)
             variables = _json_value(instance_id, variables)
