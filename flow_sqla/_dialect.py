@@ -355,6 +355,16 @@ def stored_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement
     return reader(dialect, column).label(column.key)
 
 
+def insert_overwriting(
+    table: sa.Table, values: Mapping[str, Any], columns: Sequence[str]
+) -> sa.Insert:
+    """MySQL/MariaDB: INSERT ``values`` into ``table``; a row already under one of its unique
+    keys takes ``columns`` from them (``ON DUPLICATE KEY UPDATE``, ``AS new`` on MySQL
+    8.0.20+). For the todo rows, whose sentinel may already be there."""
+    my = mysql.insert(table).values(dict(values))
+    return my.on_duplicate_key_update({c: my.inserted[c] for c in columns}).inline()
+
+
 def as_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     """Any column read as its text: SQLite hands back what it stores; the others cast."""
     if dialect == "sqlite":
@@ -439,6 +449,10 @@ class DialectOps:
         # statement goes through the join optimizer, which reads a table whose unique key is
         # bound to constants as a const table, always through that key (TodoTable).
         self.keys_through_join: bool = self._mysql_family
+        #: Whether each instance gets a sentinel todo row (``flow_sqla._todo.SENTINEL_NODE``):
+        #: InnoDB's next-key and duplicate-check locks of the todo writes then stay in the
+        #: instance's own range of the unique index (REPEATABLE READ).
+        self.todo_sentinel: bool = self._mysql_family
         self._is_lock_conflict: Callable[[BaseException], bool] = {
             "mysql": _mysql_lock_conflict,
             "mariadb": _mysql_lock_conflict,

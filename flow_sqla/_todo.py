@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, RowMapping
 
 from flow.errors import SnapshotError
@@ -34,7 +33,7 @@ from flow.workflow.aggregate import (
 )
 from flow.workflow.controllers import candidates_of
 from flow.workflow.states import TaskState
-from flow_sqla._dialect import ExactlyEqual, IndexMerge, stored_text
+from flow_sqla._dialect import ExactlyEqual, IndexMerge, insert_overwriting, stored_text
 from flow_sqla._limits import CheckedGraphs, check_id, display_text
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._reads import decoded, fetch_rows
@@ -169,10 +168,9 @@ class TodoTable:
         # inserted again with new task rows, it takes the values given — as does a row a hand
         # edit left under a task's key. (On MySQL 8.0.20+ the clause reads ``AS new``, which
         # mysqlclient's ``executemany`` does not batch: several rows go one statement each.)
-        upsert = mysql_insert(todo).values(values)
-        self._insert_keeping_sentinel = upsert.on_duplicate_key_update(
-            {name: upsert.inserted[name] for name in _OVERWRITTEN}
-        ).inline()
+        self._insert_keeping_sentinel = insert_overwriting(todo, values, _OVERWRITTEN)
+        #: The INSERT of new rows: with sentinels, one that writes over an existing sentinel.
+        self._insert_rows = self._insert_keeping_sentinel if sentinel else self._insert
         self._prepared = PreparedStatements()
         self._merged: dict[tuple[int, str, _Shape], tuple[sa.Update, sa.Update]] = {}
 
@@ -207,11 +205,7 @@ class TodoTable:
         if changes.updated:
             prepared.get(conn, self._update).execute_many(conn, changes.updated)
         if changes.inserted:
-            prepared.get(conn, self._insert_for(conn)).execute_many(conn, changes.inserted)
-
-    def _insert_for(self, conn: Connection) -> sa.Insert:
-        """The todo INSERT for ``conn``: on MySQL/MariaDB one that keeps an existing sentinel."""
-        return self._insert_keeping_sentinel if _mysql_family(conn) else self._insert
+            prepared.get(conn, self._insert_rows).execute_many(conn, changes.inserted)
 
     def repair(self, conn: Connection, instance_id: str, stored: InstanceIndex) -> bool:
         """Make the instance's todo rows exactly those of ``stored`` (its row's own index) when
@@ -221,7 +215,7 @@ class TodoTable:
         inserted = [
             row for task in stored.tasks for row in _rows(instance_id, task.graph_of(stored), task)
         ]
-        sentinel = _mysql_family(conn)
+        sentinel = self.sentinel
         t = self._todo
         name = conn.dialect.name
         as_stored = sa.select(*(stored_text(name, t.c[key]) for key in _ROW_COLUMNS)).where(
@@ -240,7 +234,7 @@ class TodoTable:
         if inserted and sentinel:
             inserted.append(_sentinel_row(instance_id, stored.graph_id))
         if inserted:
-            self._prepared.get(conn, self._insert_for(conn)).execute_many(conn, inserted)
+            self._prepared.get(conn, self._insert_rows).execute_many(conn, inserted)
         return True
 
     def _by_key(self, rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, ...]]:
@@ -521,10 +515,6 @@ def _is_sentinel(row: Mapping[str, Any] | RowMapping) -> bool:
     """The empty candidate marks it (no task has one), whatever became of its node id over a
     connection whose character set could not carry it."""
     return bool(row["candidate"] == "")
-
-
-def _mysql_family(conn: Connection) -> bool:
-    return conn.dialect.name in ("mysql", "mariadb")
 
 
 def _rows(instance_id: str, graph_id: str, task: IndexedTask) -> list[dict[str, Any]]:

@@ -194,7 +194,9 @@ class _Batch:
             .where(r.c.instant_id == sa.bindparam("id"))
             .with_for_update()
         )
-        self._todo = TodoTable(tables)
+        self._todo = TodoTable(
+            tables, keys_through_join=dialect.keys_through_join, sentinel=dialect.todo_sentinel
+        )
 
     def run(
         self, conn: Connection, last: int, size: int

@@ -313,7 +313,7 @@ class SqlStateRepository:
         self._todo = TodoTable(
             self.tables,
             keys_through_join=self._dialect.keys_through_join,
-            sentinel=self._dialect.keys_through_join,
+            sentinel=self._dialect.todo_sentinel,
         )
         self._auditor: Auditor = auditor or default_auditor
         self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
