@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +32,7 @@ from flow.workflow.aggregate import (
     InstanceSummary,
     OpenTask,
 )
+from flow.workflow.errors import ConcurrentSubmitError
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import (
@@ -409,6 +410,7 @@ class SqlStateRepository:
         held = HELD.get(conn, schema, key, self)
         pending = HELD.deferred(conn, schema, key, self) if held is not None else None
         assert pending is None or isinstance(pending, _DeferredClaim)
+        op: _Operation | None = None
         try:
             if pending is None:
                 HELD.settle(conn)  # another row's deferred write goes first
@@ -426,13 +428,34 @@ class SqlStateRepository:
                 self._hold(conn, op)
                 if op.deferred is not None:
                     self._defer(op, schema, key, op.deferred)
-        except BaseException:
+        except BaseException as exc:
             HELD.release(conn)
+            if op is not None and isinstance(op.base, _BlankRow):
+                self._unlock_blank_row(op, exc)
             raise
         finally:
             # The caller commits or rolls back later; we cannot see which.
             if self._cache is not None:
                 self._cache.pop(instance_id)
+
+    def _unlock_blank_row(self, op: _Operation, exc: BaseException) -> None:
+        """After an error raised by the operation's own code (a value that cannot be stored,
+        a failing condition) in the caller's transaction, delete the row its locking read
+        inserted for an unknown id — if it still holds nothing: a caller who commits anyway
+        then keeps no half-made instance. Not after a database error, which may have ended or
+        aborted the transaction (the caller's rollback removes the row)."""
+        if not isinstance(exc, Exception) or _from_database(exc):
+            return
+        table = self.tables.repository
+        blank = sa.delete(table).where(
+            table.c.instant_id == op.instance_id,
+            table.c.states.is_(None),
+            table.c.vars.is_(None),
+            table.c.graph.is_(None),
+        )
+        with suppress(Exception):  # the operation's own error is the one to report
+            op.conn.execute(blank)
+        self._known.pop(op.instance_id)
 
     def _defer(self, op: _Operation, schema: str | None, key: HeldKey, write: _RowWrite) -> None:
         """Keep a claim's ``write`` (which includes any write it was folded from) for the
@@ -1280,6 +1303,14 @@ class _BlankRow(StoredRow):
     another writer left empty (``{}`` states, as a restart writes) is kept as it is."""
 
     __slots__ = ()
+
+
+def _from_database(exc: BaseException) -> bool:
+    """Whether ``exc`` reports a database error (translated or not) rather than the
+    operation's own refusal."""
+    return isinstance(exc, (RepositoryError, ConcurrentSubmitError, sa.exc.SQLAlchemyError)) or (
+        isinstance(exc.__cause__, sa.exc.SQLAlchemyError)
+    )
 
 
 def _empty(row: StoredRow) -> bool:

@@ -168,6 +168,44 @@ def test_a_poisoned_first_write_creates_no_row(db: sa.Engine, bad: Any) -> None:
     assert approve(ex, "new-1", "employee", amount=1)
 
 
+@pytest.mark.parametrize("index", [False, True], ids=["index off", "index on"])
+@pytest.mark.parametrize("step", ["claim", "submit_task_at"])
+def test_a_refused_first_operation_in_a_transaction_the_caller_commits_leaves_no_row(
+    db: sa.Engine, step: str, index: bool
+) -> None:
+    """The caller catches the refusal and commits the rest of their transaction: the row the
+    operation's locking read inserted for the unknown id is gone too (it stayed, empty)."""
+    ex = executor(db, index=index)
+    with db.begin() as conn:
+        c = ctx("new-2", "employee", conn, amount=1, attachment=float("nan"))
+        with pytest.raises(ContextValueError, match="'new-2'"):
+            if step == "claim":
+                ex.claim_task("oa", c)
+            else:
+                ex.submit_task_at("oa", "apply", TaskAction.FORWARD, c)
+        conn.execute(sa.text("SELECT 1"))  # the caller's transaction goes on
+    assert count_rows(db, "bpm_flow_repository") == 0
+    assert count_rows(db, "bpm_flow_task") == 0
+    assert approve(ex, "new-2", "employee", amount=1)
+
+
+def test_a_refused_operation_on_an_existing_instance_keeps_its_row_in_a_committed_transaction(
+    db: sa.Engine,
+) -> None:
+    """Only a row that holds nothing is removed after a refusal: an instance's row stays as
+    it was when the caller commits after the error."""
+    ex = executor(db)
+    approve(ex, "old-1", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("old-1", "manager"))
+    before = raw_row(db, "old-1")
+    with db.begin() as conn:
+        c = ctx("old-1", "manager", conn, attachment=float("nan"))
+        with pytest.raises(ContextValueError, match="'old-1'"):
+            ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    assert raw_row(db, "old-1") == before
+    assert approve(ex, "old-1", "manager")
+
+
 def test_values_at_the_limits_round_trip_on_every_dialect(db: sa.Engine) -> None:
     """30 levels inside the vars object is the deepest MariaDB's JSON check accepts."""
     values = {
