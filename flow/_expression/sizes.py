@@ -49,7 +49,13 @@ _ADDING = frozenset(
 )
 _BUILTIN = (*_SIZED, int, float, Decimal, dt.date, dt.time, dt.timedelta)
 _PYTHON_LEVEL = 16  # a library method (context.put_all) walks its arguments in Python
-_NAIVE_SEARCH = 100  # CPython searches for longer needles in linear time
+_NAIVE_SEARCH = 100  # CPython searches forward for longer needles in linear time
+#: Methods that compare each character of the text with the whole argument: a reverse search
+#: (CPython has no linear-time reverse search for long needles), or stripping a set of
+#: characters (each character outside Latin-1 is looked for in the whole set).
+_WHOLE_ARGUMENT_SEARCH = frozenset(
+    {"strip", "lstrip", "rstrip", "rfind", "rindex", "rsplit", "rpartition"}
+)
 _RANGE_LOOKUP = frozenset({int, bool})  # range.count/index of these is arithmetic
 
 
@@ -63,10 +69,12 @@ def walk_length(value: Any) -> int:
     return 0
 
 
-def search_cost(text: str | bytes | bytearray, needle: int) -> int:
+def search_cost(text: str | bytes | bytearray, needle: int, *, linear_long: bool = True) -> int:
     """Work of a pass over ``text`` looking for a ``needle``-long string: worst case
-    ``len(text) * needle`` character comparisons for short needles, charged at 4 per unit."""
-    return ((len(text) * max(min(needle, _NAIVE_SEARCH), 1)) >> 2) + 1
+    ``len(text) * needle`` character comparisons — for short needles only where the search
+    of a long one is linear (``linear_long``) — charged at 4 per unit."""
+    width = min(needle, _NAIVE_SEARCH) if linear_long else needle
+    return ((len(text) * max(width, 1)) >> 2) + 1
 
 
 def iterated_cost(value: Any) -> int:
@@ -154,7 +162,8 @@ def _argument(
 def _text_method(
     text: str | bytes, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
-    charge(search_cost(text, max((len(a) for a in args if isinstance(a, _TEXT)), default=1)))
+    needle = max((len(a) for a in args if isinstance(a, _TEXT)), default=1)
+    charge(search_cost(text, needle, linear_long=name not in _WHOLE_ARGUMENT_SEARCH))
     special = _TEXT_SIZES.get(name)
     if special is not None:
         special(text, args, kwargs)

@@ -115,6 +115,14 @@ CPU = [
     ("script", "\n".join(["x = min(many)"] * 300)),
     ("script", "x = min(numbers)"),
     ("script", "x = max(numbers)"),
+    # Each character outside Latin-1 is looked for in the whole set of characters to strip.
+    ("script", "x = ('\\U00010000' * 35000).strip('\\U00020000' * 99999 + '\\U00010000')"),
+    ("script", "x = ('\\U00010000' * 35000).lstrip('\\U00020000' * 99999 + '\\U00010000')"),
+    ("script", "x = ('\\U00010000' * 35000).rstrip('\\U00020000' * 99999 + '\\U00010000')"),
+    # A reverse search has no linear-time algorithm for long needles.
+    ("script", "\n".join(["x = big.rfind('y' + 'x' * 9999)"] * 30)),
+    ("script", "\n".join(["x = big.rsplit('y' + 'x' * 9999)"] * 30)),
+    ("script", "\n".join(["x = big.rpartition('y' + 'x' * 9999)"] * 30)),
     ("condition", "0.5 in numbers"),
     ("condition", "numbers.count(None)"),
     ("condition", "{0}.union(numbers)"),
