@@ -15,6 +15,8 @@ is a :class:`GraphDefinitionError`.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -71,10 +73,14 @@ def read_graph_file(path: str | Path) -> str:
         raise GraphDefinitionError(f"{p}: a graph file must end in .yml, .yaml or .json")
     limit = 4 * MAX_TEXT_CHARS  # bytes: UTF-8 takes at most 4 per character
     try:
-        # Read at most one byte past the limit: a device or a pipe (/dev/zero) reports no
-        # size, and an unbounded read would take all memory.
-        with p.open("rb") as file:
-            data = file.read(limit + 1)
+        # Opened without blocking and checked on the open file (not by name, which could
+        # change in between): a named pipe would block the open and every read until a
+        # writer comes, a device such as /dev/zero never ends. Only a regular file is read.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                raise GraphDefinitionError(f"{p}: a graph file must be a regular file")
+            data = file.read(limit + 1)  # at most one byte past the limit
         if len(data) > limit:
             raise GraphDefinitionError(_too_long(f"{p}: the graph file"))
         return data.decode("utf-8")
@@ -246,6 +252,11 @@ def _scalar_text(value: Any, what: str, graph_id: str | None) -> str | None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value.bit_length() > _SMALL_BITS and abs(value) > _MAX_INT:
+        # The graph id is read before the document is measured (check_document names it).
+        raise GraphDefinitionError(
+            f"{what} is an integer of more than 4,300 decimal digits", graph_id=graph_id
+        )
     if isinstance(value, str | int | float):
         return str(value)
     raise GraphDefinitionError(

@@ -7,6 +7,7 @@ that are not valid Unicode are refused at load time, naming the graph where it i
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -325,13 +326,28 @@ def test_every_loader_error_is_a_flow_error() -> None:
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this system")
-def test_a_graph_file_that_reports_no_size_is_read_only_up_to_the_limit(tmp_path: Path) -> None:
-    """A device or pipe has no size to check first (``st_size`` 0): the read itself stops
-    one byte past the limit instead of taking all memory."""
+def test_a_device_named_like_a_graph_file_is_refused_unread(tmp_path: Path) -> None:
+    """A device has no size to check first and may never end: it is not read at all."""
     endless = tmp_path / "zero.yml"
     endless.symlink_to("/dev/zero")
-    with pytest.raises(GraphDefinitionError, match="longer than"):
+    with pytest.raises(GraphDefinitionError, match="must be a regular file"):
         Graph.from_file(endless)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this system")
+def test_a_named_pipe_named_like_a_graph_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    """Opening a pipe no one writes to blocked forever (the CLI hung on ``flow validate``)."""
+    pipe = tmp_path / "graph.yml"
+    os.mkfifo(pipe)
+    with pytest.raises(GraphDefinitionError, match="must be a regular file"):
+        Graph.from_file(pipe)
+
+
+def test_a_directory_named_like_a_graph_file_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "graphs.yml"
+    folder.mkdir()
+    with pytest.raises(GraphDefinitionError, match=str(folder)):
+        Graph.from_file(folder)
 
 
 @pytest.mark.parametrize(
@@ -349,6 +365,18 @@ def test_an_integer_too_long_to_write_as_text_is_refused_at_load(number: str) ->
     text = f"id: g\nlayout:\n  - {{id: s, type: start, meta: {{n: {number}}}}}\n"
     with pytest.raises(GraphDefinitionError, match="more than 4,300 decimal digits"):
         Graph.from_text(text)
+
+
+@pytest.mark.parametrize(
+    "number", ["0x" + "f" * 5000, '!!int "1:' + "59:" * 3000 + '59"'], ids=["hex", "sexagesimal"]
+)
+def test_a_graph_id_too_long_to_write_as_text_is_refused_at_load(number: str) -> None:
+    """The graph id is read before the rest of the document is measured: it was turned into
+    text first and failed with a bare ValueError."""
+    with pytest.raises(GraphDefinitionError, match="more than 4,300 decimal digits"):
+        Graph.from_text(f"id: {number}\nlayout: [{{id: s, type: start}}]\n")
+    with pytest.raises(GraphDefinitionError, match="more than 4,300 decimal digits"):
+        Graph.from_dict({"id": 1 << 20_000, "layout": [{"id": "s", "type": "start"}]})
 
 
 def test_an_integer_of_4300_digits_loads_and_is_written_back() -> None:
