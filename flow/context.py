@@ -180,6 +180,7 @@ class FlowContext:
         writes dates, decimals and UUIDs as plain strings. Raises :class:`SnapshotError` when
         the snapshot exceeds ``limits.max_bytes``.
         """
+        self._check_snapshot_texts()
         records = {
             gid: {
                 "graphId": r.graph_id,
@@ -204,6 +205,28 @@ class FlowContext:
             )
         return text
 
+    def _check_snapshot_texts(self) -> None:
+        """Refuse an instance id or trace text holding a lone surrogate: not valid Unicode,
+        so no snapshot may carry it (variables holding one are left out instead)."""
+        trace = self.trace
+        texts: list[tuple[str, str | None]] = [
+            ("instance id", self.instance_id),
+            ("trace root graph id", trace.root_graph_id),
+        ]
+        for record in trace.records.values():
+            texts += [
+                ("trace graph id", record.graph_id),
+                ("trace node id", record.id),
+                ("trace node title", record.title),
+            ]
+        for what, text in texts:
+            if isinstance(text, str) and codec.has_lone_surrogate(text):
+                shown = text if len(text) <= 80 else f"{text[:77]}..."
+                raise SnapshotError(
+                    f"Context snapshot {what} {shown!r} holds a lone surrogate (not valid Unicode)",
+                    instance_id=self.instance_id if what != "instance id" else None,
+                )
+
     @classmethod
     def from_json(cls, text: str | bytes, *, connection: Any = None) -> FlowContext:
         """Rebuild a context from :meth:`to_json` output, the Java 4.x shape (``data`` /
@@ -225,6 +248,7 @@ class FlowContext:
         ctx.data.update({k: v for k, v in values.items() if v is not None})
         ctx._stopped = bool(doc.get("stopped", False))
         _load_trace(ctx.trace, doc.get("trace"))
+        ctx._check_snapshot_texts()
         return ctx
 
     def __repr__(self) -> str:
