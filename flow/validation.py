@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from flow.graph import Graph, Link, Node
 
 Severity = Literal["error", "warning"]
+#: Node and link visits :meth:`Graph.validate` may spend on finding a parallel join that waits
+#: for two branches of one exclusive gateway (one walk of the graph per outgoing link of each
+#: gateway): about a second. A larger graph gets a warning that the check was not made.
+MAX_BRANCH_CHECK_VISITS = 2_000_000
 _NOT_SCRIPTS = ("@", "#", "$")  # component, sub-graph and meta-script task descriptions
 
 
@@ -234,15 +238,28 @@ def _starved_joins(graph: Graph) -> Iterator[Problem]:
     if not joins:
         return
     reached = _reachable(graph)
-    only_via = _exclusive_dependencies(graph)
+    # Each join's incoming links in the graph's link order (the order warnings name them).
+    incoming: dict[str, list[Link]] = {join.id: [] for join in joins}
+    for link in graph.links:
+        if link.next_id in incoming:
+            incoming[link.next_id].append(link)
+    sources = {link.prev_id for links in incoming.values() for link in links}
+    only_via = _exclusive_dependencies(graph, sources)
+    if only_via is None:
+        yield _warning(
+            joins[0].id,
+            f"not checked whether a parallel join waits for branches of one exclusive gateway: "
+            f"the graph is too large for that check (more than {MAX_BRANCH_CHECK_VISITS} node "
+            "visits; limit: flow.validation.MAX_BRANCH_CHECK_VISITS)",
+        )
+        only_via = {}
     for join in joins:
-        yield from _starved_join(join, reached, only_via)
+        yield from _starved_join(join, incoming[join.id], reached, only_via)
 
 
 def _starved_join(
-    join: Node, reached: set[str], only_via: dict[str, dict[str, Link]]
+    join: Node, incoming: list[Link], reached: set[str], only_via: dict[str, dict[str, Link]]
 ) -> Iterator[Problem]:
-    incoming = [link for link in join.graph.links if link.next_id == join.id]
     branches = len(incoming)
     for link in incoming:
         source = link.prev_node
@@ -271,35 +288,31 @@ def _starved_join(
             return
 
 
-def _exclusive_dependencies(graph: Graph) -> dict[str, dict[str, Link]]:
-    """For each exclusive gateway not on a cycle: node id -> the one outgoing link it needs.
+def _exclusive_dependencies(graph: Graph, wanted: set[str]) -> dict[str, dict[str, Link]] | None:
+    """For each exclusive gateway not on a cycle: id of a ``wanted`` node -> the one outgoing
+    link it needs — or None when finding out would take more than
+    :data:`MAX_BRANCH_CHECK_VISITS` node visits (one walk of the graph per outgoing link).
 
     A node depends on link ``k`` when it is unreachable once ``k`` is removed.
     """
+    on_cycles: set[str] = set().union(*_cycles(dict(graph.nodes)))
+    gateways = [
+        node
+        for node in graph.nodes.values()
+        if node.type == NodeType.EXCLUSIVE and node.id not in on_cycles
+    ]
+    walk = len(graph.nodes) + len(graph.links)
+    if sum(len(node.next_links) for node in gateways) * walk > MAX_BRANCH_CHECK_VISITS:
+        return None
     result: dict[str, dict[str, Link]] = {}
-    everything = _reachable(graph)
-    for node in graph.nodes.values():
-        if node.type != NodeType.EXCLUSIVE or _on_cycle(node):
-            continue
+    everything = _reachable(graph) & wanted
+    for node in gateways:
         needs: dict[str, Link] = {}
         for link in node.next_links:
             for lost in everything - _reachable(graph, (link,)):
                 needs[lost] = link
         result[node.id] = needs
     return result
-
-
-def _on_cycle(node: Node) -> bool:
-    seen: set[str] = set()
-    todo = list(_targets(node))
-    while todo:
-        current = todo.pop()
-        if current.id == node.id:
-            return True
-        if current.id not in seen:
-            seen.add(current.id)
-            todo.extend(_targets(current))
-    return False
 
 
 def _automatic_cycles(graph: Graph) -> Iterator[Problem]:

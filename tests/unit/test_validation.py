@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from flow import validation
 from flow.graph import Graph
 from flow.spec import GraphSpec
 from flow.validation import Problem
@@ -217,6 +218,48 @@ def test_parallel_join_fed_by_exclusive_branches_is_a_warning() -> None:
         "warning: node 'j': parallel join waits for 2 branches but 'a', 'b' lie on different "
         "branches of exclusive gateway 'gw', which takes only one"
     ]
+
+
+def _gateway_chain_into_a_join(gateways: int) -> Graph:
+    """A parallel split whose one branch is a chain of exclusive gateways, each of which may
+    leave for the join: the join waits for branches of one gateway."""
+    layout: list[dict[str, object]] = [
+        {"id": "s", "type": "start", "link": "p"},
+        {"id": "p", "type": "parallel", "link": ["g0", "j"]},
+    ]
+    layout += [
+        {"id": f"g{i}", "type": "exclusive", "link": [{"nextId": f"g{i + 1}", "when": "a"}, "j"]}
+        for i in range(gateways)
+    ]
+    layout += [
+        {"id": f"g{gateways}", "type": "exclusive", "link": "j"},
+        {"id": "j", "type": "parallel", "link": "e"},
+        {"id": "e", "type": "end"},
+    ]
+    return Graph.from_dict({"id": "v", "layout": layout})
+
+
+def test_a_join_fed_by_a_chain_of_exclusive_gateways_is_found_on_a_small_graph() -> None:
+    found = [str(p) for p in _gateway_chain_into_a_join(3).validate()]
+    assert found == [
+        "warning: node 'j': parallel join waits for 5 branches but 'g0', 'g1', 'g2', 'g3' lie on "
+        "different branches of exclusive gateway 'g0', which takes only one"
+    ]
+
+
+def test_a_graph_too_large_for_the_join_check_gets_a_warning_instead_of_minutes_of_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One walk of the graph per gateway link: 2,000 gateways took 20 s and 75 MiB (the
+    loader admits ~30,000). Past MAX_BRANCH_CHECK_VISITS the check is not made, and said so."""
+    big = _gateway_chain_into_a_join(2_000)
+    assert [p.message for p in big.validate()] == [
+        "not checked whether a parallel join waits for branches of one exclusive gateway: the "
+        "graph is too large for that check (more than 2000000 node visits; limit: "
+        "flow.validation.MAX_BRANCH_CHECK_VISITS)"
+    ]
+    monkeypatch.setattr(validation, "MAX_BRANCH_CHECK_VISITS", 10**12)
+    assert "lie on different branches" in str(_gateway_chain_into_a_join(200).validate())
 
 
 def test_parallel_join_fed_directly_by_an_exclusive_gateway_is_a_warning() -> None:
