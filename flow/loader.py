@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +78,8 @@ def read_graph_file(path: str | Path) -> str:
         # Opened without blocking and checked on the open file (not by name, which could
         # change in between): a named pipe would block the open and every read until a
         # writer comes, a device such as /dev/zero never ends. Only a regular file is read.
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(p, flags)
         with os.fdopen(fd, "rb") as file:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
                 raise GraphDefinitionError(f"{p}: a graph file must be a regular file")
@@ -174,10 +177,22 @@ def _parse_yaml(text: str) -> Any:
         ) from None
 
 
-#: The largest integer Python turns into decimal text by default (4,300 digits), and a bit
-#: length below which every integer is smaller (the cheap test comes first).
-_MAX_INT = 10**4300 - 1
-_SMALL_BITS = 14_000
+def _too_long_as_text(value: int) -> bool:
+    """Whether Python refuses to turn ``value`` into decimal text: more digits than
+    ``sys.get_int_max_str_digits()`` (4,300 unless the process changed it; 0: no limit).
+    The bit length is the cheap test (3 bits per digit is less than log2(10))."""
+    digits = sys.get_int_max_str_digits()
+    return digits > 0 and value.bit_length() > 3 * digits and abs(value) >= _power_of_ten(digits)
+
+
+@lru_cache(maxsize=4)
+def _power_of_ten(digits: int) -> int:
+    power: int = 10**digits
+    return power
+
+
+def _digit_limit() -> str:
+    return f"{sys.get_int_max_str_digits():,}"
 
 
 def check_document(data: Any, graph_id: str) -> None:
@@ -197,16 +212,12 @@ class _Measure:
 
     def size(self, value: Any, depth: int) -> tuple[int, int]:
         if not isinstance(value, Mapping | list | tuple | set | frozenset):
-            if (
-                isinstance(value, int)
-                and value.bit_length() > _SMALL_BITS
-                and abs(value) > _MAX_INT
-            ):
+            if isinstance(value, int) and _too_long_as_text(value):
                 # YAML's hex, octal and sexagesimal forms reach any size (Python limits only
                 # decimal text); such an int could never be written back as YAML or JSON.
                 self._fail(
-                    "holds an integer of more than 4,300 decimal digits (Python's limit for "
-                    "turning integers into text)"
+                    f"holds an integer of more than {_digit_limit()} decimal digits (Python's "
+                    "limit for turning integers into text)"
                 )
             if isinstance(value, str) and len(value) >= CHARS_PER_VALUE:
                 return 1 + len(value) // CHARS_PER_VALUE, 0
@@ -252,10 +263,11 @@ def _scalar_text(value: Any, what: str, graph_id: str | None) -> str | None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int) and value.bit_length() > _SMALL_BITS and abs(value) > _MAX_INT:
+    if isinstance(value, int) and _too_long_as_text(value):
         # The graph id is read before the document is measured (check_document names it).
         raise GraphDefinitionError(
-            f"{what} is an integer of more than 4,300 decimal digits", graph_id=graph_id
+            f"{what} is an integer of more than {_digit_limit()} decimal digits",
+            graph_id=graph_id,
         )
     if isinstance(value, str | int | float):
         return str(value)

@@ -249,8 +249,8 @@ def _starved_joins(graph: Graph) -> Iterator[Problem]:
         yield _warning(
             joins[0].id,
             f"not checked whether a parallel join waits for branches of one exclusive gateway: "
-            f"the graph is too large for that check (more than {MAX_BRANCH_CHECK_VISITS} node "
-            "visits; limit: flow.validation.MAX_BRANCH_CHECK_VISITS)",
+            f"the graph is too large for that check (more than {MAX_BRANCH_CHECK_VISITS} node and "
+            "link visits; limit: flow.validation.MAX_BRANCH_CHECK_VISITS)",
         )
         only_via = {}
     for join in joins:

@@ -444,7 +444,8 @@ class SqlStateRepository:
         inserted for an unknown id — if it still holds nothing: a caller who commits anyway
         then keeps no half-made instance. Not after a database error, which may have ended or
         aborted the transaction (the caller's rollback removes the row)."""
-        if not isinstance(exc, Exception) or _from_database(exc):
+        conn = op.conn
+        if not isinstance(exc, Exception) or _from_database(exc, conn.dialect.loaded_dbapi.Error):
             return
         table = self.tables.repository
         blank = sa.delete(table).where(
@@ -453,8 +454,11 @@ class SqlStateRepository:
             table.c.vars.is_(None),
             table.c.graph.is_(None),
         )
-        with suppress(Exception):  # the operation's own error is the one to report
-            op.conn.execute(blank)
+        # In a savepoint: a DELETE the server refuses (a foreign key of the caller's, a
+        # trigger, a statement timeout) must not abort the caller's transaction (PostgreSQL).
+        # The operation's own error is the one to report.
+        with suppress(Exception), conn.begin_nested():
+            conn.execute(blank)
         self._known.pop(op.instance_id)
 
     def _defer(self, op: _Operation, schema: str | None, key: HeldKey, write: _RowWrite) -> None:
@@ -1305,12 +1309,23 @@ class _BlankRow(StoredRow):
     __slots__ = ()
 
 
-def _from_database(exc: BaseException) -> bool:
-    """Whether ``exc`` reports a database error (translated or not) rather than the
-    operation's own refusal."""
-    return isinstance(exc, (RepositoryError, ConcurrentSubmitError, sa.exc.SQLAlchemyError)) or (
-        isinstance(exc.__cause__, sa.exc.SQLAlchemyError)
-    )
+def _from_database(exc: BaseException, driver_error: type[BaseException]) -> bool:
+    """Whether ``exc`` reports a database error, or was raised because of one (a task that
+    wraps a deadlock in its own exception): anywhere in its chain of causes and contexts, a
+    translated error, a SQLAlchemy error or the driver's own. After one the transaction may
+    be rolled back already (InnoDB after a deadlock) or aborted (PostgreSQL)."""
+    database_errors = (RepositoryError, ConcurrentSubmitError, sa.exc.SQLAlchemyError, driver_error)
+    seen: set[int] = set()
+    chain: list[BaseException | None] = [exc]
+    while chain:
+        current = chain.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, database_errors):
+            return True
+        seen.add(id(current))
+        chain += (current.__cause__, current.__context__)
+    return False
 
 
 def _empty(row: StoredRow) -> bool:

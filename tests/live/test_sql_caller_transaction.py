@@ -21,6 +21,7 @@ from _support import (
     migrate,
 )
 
+from flow import FlowEngine, FlowError, Graph, MapContainer, SimpleFlowDriver
 from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction, WorkflowExecutor
 from flow_sqla import (
     AutocommitError,
@@ -447,3 +448,85 @@ def test_sqlite_s_savepoint_recipe_refuses_a_transaction_ended_by_the_caller_s_c
     finally:
         recipe.dispose()
     assert manager_approvals(db, "rc-1") == 0
+
+
+_TASK_FIRST = """
+id: g
+layout:
+  - {id: s, type: start, link: book}
+  - {id: book, task: "@book", link: apply}
+  - {id: apply, meta: {actor: employee}, link: e}
+  - {id: e, type: end}
+"""
+
+
+class _OrderRefused(Exception):
+    """The application's own refusal, raised by its task code."""
+
+
+def _executor_with_task(db: sa.Engine, book: Callable[[Any, Any], None]) -> WorkflowExecutor:
+    engine = FlowEngine(SimpleFlowDriver(container=MapContainer({"book": book})))
+    engine.load(Graph.from_text(_TASK_FIRST))
+    return sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
+
+
+def test_a_refused_new_instance_whose_row_the_caller_s_code_references_keeps_their_work(
+    db: sa.Engine,
+) -> None:
+    """The caller's task code inserted a row referencing the new instance (a foreign key),
+    then refused: removing the empty instance row fails — inside a savepoint, so the
+    caller's transaction goes on and commits all of their work (on PostgreSQL the failed
+    DELETE aborted it, and the commit lost everything)."""
+    id_type = "VARCHAR(64)"
+    if db.dialect.name in ("mysql", "mariadb"):  # as the instance id column (flow0003)
+        id_type += " CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"
+    with db.begin() as conn:
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE orders (instance_id {id_type}, "
+                "FOREIGN KEY (instance_id) REFERENCES bpm_flow_repository (instant_id))"
+            )
+        )
+
+    def book(c: Any, node: Any) -> None:
+        c.connection.execute(sa.text("INSERT INTO orders VALUES (:i)"), {"i": c.instance_id})
+        raise _OrderRefused("over budget")
+
+    ex = _executor_with_task(db, book)
+    with db.begin() as conn:
+        with pytest.raises(FlowError, match="book"):
+            ex.claim_task("g", ctx("fk-1", "employee", conn))
+        conn.execute(sa.text("INSERT INTO orders VALUES (NULL)"))
+    assert count_rows(db, "orders") == 2
+
+
+def test_after_a_database_error_the_task_code_wrapped_nothing_more_is_sent(
+    db: sa.Engine,
+) -> None:
+    """A task whose SQL failed raises its own error from the driver's: the transaction may
+    be over on the server (InnoDB rolls it back after a deadlock), so the operation sends
+    nothing more — no clean-up DELETE, which would start a new transaction and lock the id."""
+
+    def book(c: Any, node: Any) -> None:
+        try:
+            c.connection.execute(sa.text("SELECT * FROM no_such_table"))
+        except sa.exc.DBAPIError as exc:
+            raise _OrderRefused("cannot book") from exc
+
+    ex = _executor_with_task(db, book)
+    sent: list[str] = []
+
+    def record(*args: Any) -> None:
+        sent.append(str(args[2]))
+
+    sa.event.listen(db, "before_cursor_execute", record)
+    try:
+        with db.connect() as conn, conn.begin():
+            with pytest.raises(FlowError, match="book"):
+                ex.claim_task("g", ctx("db-1", "employee", conn))
+            failed = next(i for i, sql in enumerate(sent) if "no_such_table" in sql)
+            after_error = sent[failed + 1 :]
+            conn.rollback()
+    finally:
+        sa.event.remove(db, "before_cursor_execute", record)
+    assert after_error == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -377,6 +378,23 @@ def test_a_graph_id_too_long_to_write_as_text_is_refused_at_load(number: str) ->
         Graph.from_text(f"id: {number}\nlayout: [{{id: s, type: start}}]\n")
     with pytest.raises(GraphDefinitionError, match="more than 4,300 decimal digits"):
         Graph.from_dict({"id": 1 << 20_000, "layout": [{"id": "s", "type": "start"}]})
+
+
+def test_the_digit_limit_is_the_one_the_process_set() -> None:
+    """``sys.set_int_max_str_digits`` moves the limit both ways (it was fixed at 4,300, and
+    a lower one let a bare ValueError out of the loader)."""
+    hex_id = "0x" + "f" * 1000  # 1,205 decimal digits
+    saved = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(640)
+        for text in (f"id: {hex_id}\nlayout: []\n", f"id: g\nlayout: [{{id: {hex_id}}}]\n"):
+            with pytest.raises(GraphDefinitionError, match="more than 640 decimal digits"):
+                Graph.from_text(text)
+        sys.set_int_max_str_digits(0)  # no limit
+        text = f"id: {'0x' + 'f' * 4000}\nlayout: [{{id: s, type: start}}]\n"
+        assert len(Graph.from_text(text).id) == 4817
+    finally:
+        sys.set_int_max_str_digits(saved)
 
 
 def test_an_integer_of_4300_digits_loads_and_is_written_back() -> None:

@@ -255,7 +255,7 @@ def test_a_graph_too_large_for_the_join_check_gets_a_warning_instead_of_minutes_
     big = _gateway_chain_into_a_join(2_000)
     assert [p.message for p in big.validate()] == [
         "not checked whether a parallel join waits for branches of one exclusive gateway: the "
-        "graph is too large for that check (more than 2000000 node visits; limit: "
+        "graph is too large for that check (more than 2000000 node and link visits; limit: "
         "flow.validation.MAX_BRANCH_CHECK_VISITS)"
     ]
     monkeypatch.setattr(validation, "MAX_BRANCH_CHECK_VISITS", 10**12)
