@@ -181,6 +181,19 @@ def test_bad_var_is_a_usage_error(flow: Flow, migrated: str) -> None:
     assert "--var wants KEY=VALUE" in single_error_line(result)
 
 
+def test_a_var_nested_too_deeply_is_a_usage_error_naming_it(flow: Flow, tmp_path: Path) -> None:
+    """JSON deeper than the decoder's recursion limit ended in the generic "RecursionError"
+    line (exit 1); it is bad input, refused before the database is opened."""
+    db = tmp_path / "untouched.sqlite"
+    deep = "[" * 5000 + "]" * 5000
+    result = flow("start", OA, "--var", f"amount={deep}", "--db", f"sqlite:///{db}")
+    assert result.code == 2, result.err
+    line = single_error_line(result)
+    assert "--var 'amount': the JSON value is nested too deeply" in line
+    assert "RecursionError" not in line
+    assert not db.exists()
+
+
 def test_debug_shows_the_traceback(flow: Flow) -> None:
     result = flow("--debug", "instances", "--db", "sqlite:////nonexistent/directory/x.sqlite")
     assert result.code != 0
