@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from flow.context import FlowContext
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, actor_option, db_option, identity
+from flow_cli._parser import (
+    Parser,
+    actor_option,
+    db_option,
+    graph_file_option,
+    identity,
+    non_blank,
+)
 from flow_cli._table import format_table, printable
 
 if TYPE_CHECKING:
@@ -38,7 +45,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     inbox.add_argument(
         "--role", metavar="R", type=identity, help="a role they hold (a node's meta 'role')"
     )
-    inbox.add_argument("--graph", metavar="ID", help="only tasks of the graph with this id")
+    inbox.add_argument(
+        "--graph", metavar="ID", type=non_blank, help="only tasks of the graph with this id"
+    )
     inbox.add_argument(
         "--limit", type=page_size, default=50, metavar="N", help="show at most N (default 50)"
     )
@@ -61,9 +70,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     withdraw.add_argument("instance", metavar="INSTANCE", help="instance id")
     actor_option(withdraw, "who withdraws (kept in the history)")
     withdraw.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
-    withdraw.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(withdraw)
     withdraw.set_defaults(handler=run_withdraw)
 
     send_back = commands.add_parser(
@@ -78,9 +85,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     send_back.add_argument("node", metavar="NODE", help="node id of the task to send back")
     actor_option(send_back, "who sends it back (default: the node's meta 'actor')")
     send_back.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
-    send_back.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(send_back)
     send_back.set_defaults(handler=run_send_back)
 
     reindex = commands.add_parser(
@@ -117,6 +122,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         action="append",
         default=[],
         metavar="GRAPH",
+        type=non_blank,
         help="graph file for rows that store only their graph's id (repeatable)",
     )
     reindex.add_argument(
@@ -185,7 +191,7 @@ def run_withdraw(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     with Session.open(args.db) as session:
         session.require_index("withdraw")
         graph = session.graph_of(session.snapshot(args.instance), override)
@@ -203,7 +209,7 @@ def run_send_back(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     with Session.open(args.db) as session:
         session.require_index("send-back")
         graph = session.graph_of(session.snapshot(args.instance), override)

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from flow_cli._errors import one_line
-from flow_cli._parser import Parser, db_option
+from flow_cli._parser import Parser, db_option, non_blank
 from flow_cli._table import format_table
 
 STATUS_WORDS = {0: "restarted", 1001: "sent back", 1002: "completed", 1003: "terminated"}
@@ -45,7 +45,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         type=str.lower,
         help="only instances with this status",
     )
-    instances.add_argument("--graph", metavar="ID", help="only instances of this graph id")
+    instances.add_argument(
+        "--graph", metavar="ID", type=non_blank, help="only instances of this graph id"
+    )
     instances.add_argument(
         "--creator", metavar="A", help="only instances whose first write was by A"
     )
