@@ -92,7 +92,9 @@ def _cause(exc: BaseException) -> str:
 
 
 def _fail(message: str) -> None:
-    from flow_cli._table import printable
+    """Print the error line. ``message`` is one line already (:func:`one_line`); it may quote
+    stored values (ids, titles written by another service), so control characters are shown
+    escaped — and whitespace is kept, never folded: an id shown is the id, whole."""
+    from flow_cli._table import escaped
 
-    # The message may quote stored values (ids, titles written by another service).
-    print(f"flow: error: {printable(message)}", file=sys.stderr)
+    print(f"flow: error: {escaped(message)}", file=sys.stderr)

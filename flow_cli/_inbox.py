@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from flow.context import FlowContext
-from flow_cli._errors import CliError
+from flow_cli._errors import CliError, one_line
 from flow_cli._parser import (
     Parser,
     actor_option,
@@ -22,7 +22,7 @@ from flow_cli._parser import (
     identity,
     non_blank,
 )
-from flow_cli._table import format_table, printable
+from flow_cli._table import escaped, format_table
 
 if TYPE_CHECKING:
     from flow.workflow import OpenTask
@@ -198,9 +198,7 @@ def run_withdraw(args: argparse.Namespace) -> int:
         closed = session.withdraw(args.instance, graph, actor=args.actor, message=args.message)
     by = f" by {args.actor}" if args.actor else ""
     print(
-        printable(
-            f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}"
-        )
+        escaped(f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}")
     )
     return 0
 
@@ -218,8 +216,8 @@ def run_send_back(args: argparse.Namespace) -> int:
         waiting = session.send_back(args.instance, graph, node, actor=actor, message=args.message)
     by = f" as {actor}" if actor else ""
     back_to = ", ".join(task_label(node_id, title) for node_id, title in waiting) or "-"
-    print(printable(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
-    print(printable(f"{args.instance} now waits on: {back_to}"))
+    print(escaped(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
+    print(escaped(f"{args.instance} now waits on: {back_to}"))
     return 0
 
 
@@ -278,7 +276,10 @@ def run_reindex(args: argparse.Namespace) -> int:
 
         def skip(instance_id: str, error: FlowError) -> None:
             progress.done()
-            print(printable(f"flow: skipped {instance_id}: {error}"), file=sys.stderr)
+            # The id whole (a folded one could name another row); the error on one line.
+            print(
+                f"flow: skipped {escaped(instance_id)}: {escaped(one_line(error))}", file=sys.stderr
+            )
             skipped.append(instance_id)
 
         try:

@@ -373,7 +373,7 @@ class Session:
                 where = "no task" if first is None else f"its first task {first.describe()}"
                 who = f"actor {actor!r}" if actor else "no actor (give --actor)"
                 raise CliError(
-                    f"{instance_id} not started: {where} cannot be claimed by {who}; "
+                    f"{instance_id!r} not started: {where} cannot be claimed by {who}; "
                     "nothing was stored"
                 )
 

@@ -111,7 +111,7 @@ def run_claim(args: argparse.Namespace) -> int:
         if node is None:
             who = f"actor {args.actor!r}" if args.actor else "no actor (give --actor)"
             where = session.where(args.instance, graph)
-            raise CliError(f"no task of {args.instance} for {who}; it stands at: {where}")
+            raise CliError(f"no task of {args.instance!r} for {who}; it stands at: {where}")
     print(escaped(f"claimed {node.id}{_title(node.title, node.id)} of {args.instance}"))
     return 0
 

@@ -359,6 +359,17 @@ def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migra
     assert [r[0] for r in inbox] == ["m-1", "m-3"]
 
 
+def test_reindex_shows_a_skipped_id_whole_and_escaped(flow: Flow, migrated: str) -> None:
+    """The "skipped" line folded whitespace: the id "tab<TAB>id" read "tab id", another id."""
+    _unindexed(migrated, "tab\tid")
+    _store_graph_as_id(migrated, "tab\tid")
+    skipping = flow("reindex", "--skip-bad", "--db", migrated)
+    assert skipping.code == 1
+    skipped = skipping.err.splitlines()[0]
+    assert skipped.startswith("flow: skipped tab\\tid: "), skipping.err
+    assert "\t" not in skipping.err
+
+
 def test_reindex_all_continues_after_a_row_id(flow: Flow, migrated: str) -> None:
     _unindexed(migrated, "a-1", "a-2", "a-3")
     first = _first_row_id(migrated)
