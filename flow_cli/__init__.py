@@ -74,10 +74,8 @@ def _describe(exc: Exception) -> str:
 
     if isinstance(exc, FlowError):
         return one_line(exc) + _cause(exc)
-    if type(exc).__module__.startswith("sqlalchemy."):
-        from flow_cli._database import driver_message
-
-        return f"database error: {driver_message(exc)}"
+    if _is_database_error(exc):
+        return f"database error: {_message_of(exc)}"
     return f"{type(exc).__name__}: {one_line(exc)} (run with --debug for the traceback)"
 
 
@@ -85,14 +83,39 @@ def _cause(exc: BaseException) -> str:
     """`` (Type: message)`` of the error a FlowError wraps (a task's own failure, say), unless
     the message already says it: the user should not need --debug to learn why."""
     cause = exc.__cause__
-    if cause is None or isinstance(cause, type(exc)):
+    if cause is None or isinstance(cause, type(exc)) or _already_said(cause, str(exc)):
         return ""
-    text = f"{type(cause).__name__}: {one_line(cause)}"
-    return "" if one_line(cause) in str(exc) else f" ({text})"
+    return f" ({type(cause).__name__}: {_message_of(cause)})"
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("sqlalchemy.")
+
+
+def _message_of(exc: BaseException) -> str:
+    """``exc``'s message on one line; a database error's as its driver says it — never the SQL
+    statement and bound parameters SQLAlchemy appends (long, and holding row values)."""
+    if _is_database_error(exc):
+        from flow_cli._database import driver_message
+
+        return driver_message(exc)
+    return one_line(exc)
+
+
+def _already_said(cause: BaseException, text: str) -> bool:
+    """Whether ``text`` (the wrapping error's message) already carries ``cause``'s: flow_sqla
+    quotes the first line of the driver's message in its own ("Database error ...")."""
+    said = [_message_of(cause)]
+    orig = getattr(cause, "orig", None)
+    if orig is not None:
+        said.append(next(iter(str(orig).strip().splitlines()), ""))
+    return any(part and part in text for part in said)
 
 
 def _fail(message: str) -> None:
-    from flow_cli._table import printable
+    """Print the error line. ``message`` is one line already (:func:`one_line`); it may quote
+    stored values (ids, titles written by another service), so control characters are shown
+    escaped — and whitespace is kept, never folded: an id shown is the id, whole."""
+    from flow_cli._table import escaped
 
-    # The message may quote stored values (ids, titles written by another service).
-    print(f"flow: error: {printable(message)}", file=sys.stderr)
+    print(f"flow: error: {escaped(message)}", file=sys.stderr)

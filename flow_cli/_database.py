@@ -20,8 +20,12 @@ DEMO_DB = DEMO_DIR / "flow.sqlite"
 
 
 def database_url(option: str | None) -> str:
-    """``--db`` if given, else ``$FLOW_DATABASE_URL``, else the demo's SQLite file."""
-    return option or os.environ.get(ENV_VAR) or default_url()
+    """``--db`` if given (even blank: the parser refuses that, and a caller passing one gets
+    "bad database URL", never another database), else ``$FLOW_DATABASE_URL``, else the
+    demo's SQLite file."""
+    if option is not None:
+        return option
+    return os.environ.get(ENV_VAR) or default_url()
 
 
 def default_url() -> str:

@@ -25,7 +25,7 @@ from flow.graph import Graph
 from flow.workflow.states import TaskAction
 from flow_cli._database import DEMO_DIR, shown
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, db_option
+from flow_cli._parser import Parser, db_option, non_blank
 from flow_cli._table import format_table
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     demo.add_argument(
         "--out",
         metavar="DIR",
+        type=non_blank,
         default=str(DEMO_DIR),
         help=f"where to write the pictures (default: {DEMO_DIR})",
     )

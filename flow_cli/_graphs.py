@@ -13,7 +13,7 @@ from typing import Any
 from flow.errors import GraphDefinitionError
 from flow.graph import Graph
 from flow_cli._errors import CliError, one_line
-from flow_cli._parser import Parser, db_option
+from flow_cli._parser import Parser, db_option, non_blank
 
 FORMATS = ("mermaid", "dot", "svg", "png")
 _SUFFIX_FORMATS = {
@@ -49,7 +49,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "graph stored with the instance is used.",
     )
     render.add_argument("graph", nargs="?", metavar="GRAPH", help="a .yml/.yaml/.json file")
-    render.add_argument("--instance", metavar="ID", help="colour nodes by this instance's states")
+    render.add_argument(
+        "--instance", metavar="ID", type=non_blank, help="colour nodes by this instance's states"
+    )
     render.add_argument(
         "--format",
         choices=FORMATS,

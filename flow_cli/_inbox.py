@@ -13,9 +13,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from flow.context import FlowContext
-from flow_cli._errors import CliError
-from flow_cli._parser import Parser, actor_option, db_option, identity
-from flow_cli._table import format_table, printable
+from flow_cli._errors import CliError, one_line
+from flow_cli._parser import (
+    Parser,
+    actor_option,
+    db_option,
+    graph_file_option,
+    identity,
+    non_blank,
+)
+from flow_cli._table import escaped, format_table
 
 if TYPE_CHECKING:
     from flow.workflow import OpenTask
@@ -38,7 +45,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     inbox.add_argument(
         "--role", metavar="R", type=identity, help="a role they hold (a node's meta 'role')"
     )
-    inbox.add_argument("--graph", metavar="ID", help="only tasks of the graph with this id")
+    inbox.add_argument(
+        "--graph", metavar="ID", type=non_blank, help="only tasks of the graph with this id"
+    )
     inbox.add_argument(
         "--limit", type=page_size, default=50, metavar="N", help="show at most N (default 50)"
     )
@@ -61,9 +70,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     withdraw.add_argument("instance", metavar="INSTANCE", help="instance id")
     actor_option(withdraw, "who withdraws (kept in the history)")
     withdraw.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
-    withdraw.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(withdraw)
     withdraw.set_defaults(handler=run_withdraw)
 
     send_back = commands.add_parser(
@@ -78,9 +85,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     send_back.add_argument("node", metavar="NODE", help="node id of the task to send back")
     actor_option(send_back, "who sends it back (default: the node's meta 'actor')")
     send_back.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
-    send_back.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(send_back)
     send_back.set_defaults(handler=run_send_back)
 
     reindex = commands.add_parser(
@@ -117,6 +122,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         action="append",
         default=[],
         metavar="GRAPH",
+        type=non_blank,
         help="graph file for rows that store only their graph's id (repeatable)",
     )
     reindex.add_argument(
@@ -185,16 +191,14 @@ def run_withdraw(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     with Session.open(args.db) as session:
         session.require_index("withdraw")
         graph = session.graph_of(session.snapshot(args.instance), override)
         closed = session.withdraw(args.instance, graph, actor=args.actor, message=args.message)
     by = f" by {args.actor}" if args.actor else ""
     print(
-        printable(
-            f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}"
-        )
+        escaped(f"withdrew {args.instance}{by}; terminated: {', '.join(closed) or 'no open task'}")
     )
     return 0
 
@@ -203,7 +207,7 @@ def run_send_back(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     with Session.open(args.db) as session:
         session.require_index("send-back")
         graph = session.graph_of(session.snapshot(args.instance), override)
@@ -212,8 +216,8 @@ def run_send_back(args: argparse.Namespace) -> int:
         waiting = session.send_back(args.instance, graph, node, actor=actor, message=args.message)
     by = f" as {actor}" if actor else ""
     back_to = ", ".join(task_label(node_id, title) for node_id, title in waiting) or "-"
-    print(printable(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
-    print(printable(f"{args.instance} now waits on: {back_to}"))
+    print(escaped(f"sent {task_label(node.id, node.title)} of {args.instance} back{by}"))
+    print(escaped(f"{args.instance} now waits on: {back_to}"))
     return 0
 
 
@@ -272,7 +276,10 @@ def run_reindex(args: argparse.Namespace) -> int:
 
         def skip(instance_id: str, error: FlowError) -> None:
             progress.done()
-            print(printable(f"flow: skipped {instance_id}: {error}"), file=sys.stderr)
+            # The id whole (a folded one could name another row); the error on one line.
+            print(
+                f"flow: skipped {escaped(instance_id)}: {escaped(one_line(error))}", file=sys.stderr
+            )
             skipped.append(instance_id)
 
         try:

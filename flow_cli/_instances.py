@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from flow_cli._errors import one_line
-from flow_cli._parser import Parser, db_option
-from flow_cli._table import format_table
+from flow_cli._parser import Parser, db_option, non_blank
+from flow_cli._table import escaped, format_table
 
 STATUS_WORDS = {0: "restarted", 1001: "sent back", 1002: "completed", 1003: "terminated"}
 STATUS_CHOICES = ("running", "completed", "withdrawn", "terminated")
@@ -45,7 +45,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         type=str.lower,
         help="only instances with this status",
     )
-    instances.add_argument("--graph", metavar="ID", help="only instances of this graph id")
+    instances.add_argument(
+        "--graph", metavar="ID", type=non_blank, help="only instances of this graph id"
+    )
     instances.add_argument(
         "--creator", metavar="A", help="only instances whose first write was by A"
     )
@@ -119,7 +121,7 @@ def run_history(args: argparse.Namespace) -> int:
     with Session.open(args.db) as session:
         entries = session.history(args.instance)
     if not entries:
-        print(f"{args.instance}: no task submitted yet")
+        print(escaped(f"{args.instance}: no task submitted yet"))
         return 0
     print(history_table(entries))
     return 0

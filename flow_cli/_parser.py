@@ -35,18 +35,37 @@ def debug_option() -> Parser:
 def db_option() -> Parser:
     """A parent parser adding ``--db URL`` to the commands that use a database."""
     parent = Parser(add_help=False)
-    parent.add_argument("--db", metavar="URL", help=DB_HELP)
+    parent.add_argument("--db", metavar="URL", type=non_blank, help=DB_HELP)
     return parent
 
 
-def identity(value: str) -> str:
-    """An ``--actor``/``--role`` value: blank is a usage error, never "no one" — an empty
-    ``--actor`` once meant the node's own actor to one command and was refused by another."""
+def non_blank(value: str) -> str:
+    """A value given explicitly (``--db``, ``--graph``, ``--instance``): blank is a usage
+    error, never "not given" — ``--graph ""`` once made submit and withdraw fall back to the
+    stored graph while start refused it, ``--db ""`` meant the default database and
+    ``start --instance ""`` a random id."""
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return value
 
 
+def identity(value: str) -> str:
+    """An ``--actor``/``--role`` value: blank is a usage error, never "no one" — an empty
+    ``--actor`` once meant the node's own actor to one command and was refused by another."""
+    return non_blank(value)
+
+
 def actor_option(parser: argparse.ArgumentParser, help: str) -> None:
     """``--actor A`` (a blank value is a usage error)."""
     parser.add_argument("--actor", metavar="A", type=identity, help=help)
+
+
+def graph_file_option(parser: argparse.ArgumentParser) -> None:
+    """``--graph GRAPH``: the graph file to use instead of the one stored with the instance
+    (a blank value is a usage error, never "the stored graph")."""
+    parser.add_argument(
+        "--graph",
+        metavar="GRAPH",
+        type=non_blank,
+        help="graph file (default: the graph stored with INSTANCE)",
+    )

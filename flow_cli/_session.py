@@ -373,7 +373,7 @@ class Session:
                 where = "no task" if first is None else f"its first task {first.describe()}"
                 who = f"actor {actor!r}" if actor else "no actor (give --actor)"
                 raise CliError(
-                    f"{instance_id} not started: {where} cannot be claimed by {who}; "
+                    f"{instance_id!r} not started: {where} cannot be claimed by {who}; "
                     "nothing was stored"
                 )
 
@@ -713,9 +713,19 @@ def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, raw = pair.partition("=")
         if not sep or not key.strip():
             raise CliError(f"--var wants KEY=VALUE, got {pair!r}", exit_code=2)
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw
-        data[key.strip()] = value
+        data[key.strip()] = _var_value(key.strip(), raw)
     return data
+
+
+def _var_value(key: str, raw: str) -> Any:
+    """``raw`` decoded as JSON, else the text itself. JSON nested deeper than the decoder's
+    recursion limit is neither: it is the user's input that is wrong, so a usage error naming
+    the variable — not the generic ``RecursionError`` line of an unexpected failure."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+    except RecursionError as exc:
+        raise CliError(
+            f"--var {key!r}: the JSON value is nested too deeply to read", exit_code=2
+        ) from exc

@@ -9,7 +9,7 @@ from typing import Any
 
 from flow.workflow.states import TaskAction
 from flow_cli._errors import CliError
-from flow_cli._parser import Parser, actor_option, db_option
+from flow_cli._parser import Parser, actor_option, db_option, graph_file_option, non_blank
 from flow_cli._table import escaped
 
 ACTIONS = tuple(a.name.lower() for a in TaskAction if a is not TaskAction.UNKNOWN)
@@ -36,7 +36,10 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     start.add_argument("graph", metavar="GRAPH", help="a .yml/.yaml/.json graph file")
     start.add_argument(
-        "--instance", metavar="ID", help="instance id (default: <graph id>-<random hex>)"
+        "--instance",
+        metavar="ID",
+        type=non_blank,
+        help="instance id (default: <graph id>-<random hex>)",
     )
     start.add_argument(
         "--var",
@@ -57,9 +60,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     claim.add_argument("instance", metavar="INSTANCE", help="instance id")
     actor_option(claim, "who claims (matches a node's meta 'actor')")
-    claim.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(claim)
     claim.set_defaults(handler=run_claim)
 
     submit = commands.add_parser(
@@ -78,9 +79,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     actor_option(submit, "who acts (default: the node's meta 'actor')")
     submit.add_argument("-m", "--message", metavar="M", help="the comment kept in the history")
-    submit.add_argument(
-        "--graph", metavar="GRAPH", help="graph file (default: the graph stored with INSTANCE)"
-    )
+    graph_file_option(submit)
     submit.set_defaults(handler=run_submit)
 
 
@@ -90,7 +89,9 @@ def run_start(args: argparse.Namespace) -> int:
 
     data = parse_vars(args.var)
     graph = load_graph(args.graph, strict=True)
-    instance_id = args.instance or f"{graph.id}-{uuid.uuid4().hex[:8]}"
+    instance_id = (
+        args.instance if args.instance is not None else f"{graph.id}-{uuid.uuid4().hex[:8]}"
+    )
     with Session.open(args.db) as session:
         session.start(graph, instance_id, data, args.actor)
         standing = session.standing(instance_id, graph)
@@ -103,14 +104,14 @@ def run_claim(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)
         node = session.claim(args.instance, graph, args.actor)
         if node is None:
             who = f"actor {args.actor!r}" if args.actor else "no actor (give --actor)"
             where = session.where(args.instance, graph)
-            raise CliError(f"no task of {args.instance} for {who}; it stands at: {where}")
+            raise CliError(f"no task of {args.instance!r} for {who}; it stands at: {where}")
     print(escaped(f"claimed {node.id}{_title(node.title, node.id)} of {args.instance}"))
     return 0
 
@@ -119,7 +120,7 @@ def run_submit(args: argparse.Namespace) -> int:
     from flow_cli._graphs import load_graph
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph else None
+    override = load_graph(args.graph, strict=True) if args.graph is not None else None
     action: TaskAction = args.action
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_support import Flow, single_error_line
+from cli_support import REPO, Flow, single_error_line
 
+OA = str(REPO / "examples" / "oa.yml")
 PURCHASE = """\
 id: purchase
 layout:
@@ -132,3 +133,24 @@ def test_a_search_path_without_a_schema_is_explained(flow: Flow, pg_url: str) ->
     url = f"{pg_url}?options=-csearch_path%3Dapprovals"
     line = single_error_line(flow("migrate", "--db", url))
     assert "the schema to create the tables in does not exist" in line
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_database_error_inside_an_operation_shows_the_driver_message_not_the_sql(
+    flow: Flow, migrated: str
+) -> None:
+    """The error line of a database failure inside a flow operation carried SQLAlchemy's text
+    of its cause: the whole INSERT statement and its bound parameters. It says what the
+    driver said, once, and names the instance."""
+    started = flow("start", OA, "--instance", "ro-1", "--var", "amount=5", "--db", migrated)
+    assert started.code == 0, started.err
+    path = migrated.removeprefix("sqlite:///")
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+    result = flow("withdraw", "ro-1", "--actor", "employee", "--db", read_only)
+    assert result.code == 1
+    line = single_error_line(result)
+    assert "attempt to write a readonly database" in line and "'ro-1'" in line
+    assert line.count("readonly database") == 1, line
+    assert "[SQL:" not in line and "parameters" not in line and "INSERT" not in line, line
+    history = flow("history", "ro-1", "--db", migrated)
+    assert history.out.strip() == "ro-1: no task submitted yet"

@@ -112,6 +112,43 @@ def test_a_blank_actor_or_role_is_a_usage_error_for_every_command(
     assert not db.exists()
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_blank_graph_db_instance_or_out_is_a_usage_error_for_every_command(
+    flow: Flow, migrated: str, tmp_path: Path
+) -> None:
+    """``--graph ""`` made claim, submit, withdraw and send-back go ahead with the stored graph
+    (start and reindex refused it), ``--db ""`` meant the default database, ``start --instance
+    ""`` a random id and ``demo --out ""`` the current directory. A blank value given
+    explicitly is a usage error now, before anything is opened or written."""
+    start(flow, migrated, "b-1", 100)
+    before = history_count(flow, migrated, "b-1")
+    db = ("--db", migrated)
+    commands = [
+        ["claim", "b-1", "--actor", "manager", "--graph", "", *db],
+        ["submit", "b-1", "manager", "forward", "--graph", " ", *db],
+        ["withdraw", "b-1", "--actor", "employee", "--graph", "", *db],
+        ["send-back", "b-1", "manager", "--graph", "", *db],
+        ["reindex", "--graph", "", *db],
+        ["inbox", "--actor", "manager", "--graph", "", *db],
+        ["instances", "--graph", "", *db],
+        ["start", OA, "--instance", "", "--var", "amount=5", *db],
+        ["render", "--instance", "", *db],
+        ["submit", "b-1", "manager", "forward", "--db", ""],
+        ["instances", "--db", ""],
+        ["migrate", "--db", " "],
+        ["demo", "--db", ""],
+        ["demo", "--out", "", *db],
+    ]
+    for command in commands:
+        result = flow(*command)
+        assert result.code == 2, (command, result.err)
+        option = command[[arg.strip() for arg in command].index("") - 1]
+        assert f"argument {option}: must not be empty" in single_error_line(result), command
+    assert history_count(flow, migrated, "b-1") == before
+    assert [row[0] for row in table(flow("instances", "--db", migrated).out)] == ["b-1"]
+    assert not (tmp_path / "flow-demo").exists()
+
+
 def test_python_dash_m_flow_cli_runs_the_command_line() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "flow_cli", "--help"],
@@ -320,6 +357,17 @@ def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migra
     assert "skipped m-2:" in skipping.err and "1 instance(s) could not be indexed" in skipping.err
     inbox = table(flow("inbox", "--actor", "manager", "--db", migrated).out)
     assert [r[0] for r in inbox] == ["m-1", "m-3"]
+
+
+def test_reindex_shows_a_skipped_id_whole_and_escaped(flow: Flow, migrated: str) -> None:
+    """The "skipped" line folded whitespace: the id "tab<TAB>id" read "tab id", another id."""
+    _unindexed(migrated, "tab\tid")
+    _store_graph_as_id(migrated, "tab\tid")
+    skipping = flow("reindex", "--skip-bad", "--db", migrated)
+    assert skipping.code == 1
+    skipped = skipping.err.splitlines()[0]
+    assert skipped.startswith("flow: skipped tab\\tid: "), skipping.err
+    assert "\t" not in skipping.err
 
 
 def test_reindex_all_continues_after_a_row_id(flow: Flow, migrated: str) -> None:

@@ -181,6 +181,19 @@ def test_bad_var_is_a_usage_error(flow: Flow, migrated: str) -> None:
     assert "--var wants KEY=VALUE" in single_error_line(result)
 
 
+def test_a_var_nested_too_deeply_is_a_usage_error_naming_it(flow: Flow, tmp_path: Path) -> None:
+    """JSON deeper than the decoder's recursion limit ended in the generic "RecursionError"
+    line (exit 1); it is bad input, refused before the database is opened."""
+    db = tmp_path / "untouched.sqlite"
+    deep = "[" * 5000 + "]" * 5000
+    result = flow("start", OA, "--var", f"amount={deep}", "--db", f"sqlite:///{db}")
+    assert result.code == 2, result.err
+    line = single_error_line(result)
+    assert "--var 'amount': the JSON value is nested too deeply" in line
+    assert "RecursionError" not in line
+    assert not db.exists()
+
+
 def test_debug_shows_the_traceback(flow: Flow) -> None:
     result = flow("--debug", "instances", "--db", "sqlite:////nonexistent/directory/x.sqlite")
     assert result.code != 0
@@ -204,7 +217,7 @@ def test_start_as_someone_the_first_task_is_not_for_stores_nothing(
         "--db", migrated,
     )  # fmt: skip
     line = single_error_line(result)
-    assert "wrong not started" in line and "actor 'manager'" in line
+    assert "'wrong' not started" in line and "actor 'manager'" in line
     assert "nothing was stored" in line
     assert "no instance 'wrong'" in single_error_line(flow("history", "wrong", "--db", migrated))
 
@@ -219,6 +232,35 @@ def test_one_line_results_escape_control_characters(flow: Flow, migrated: str) -
     for result in (claimed, submitted):
         assert result.code == 0, result.err
         assert "\x1b" not in result.out and "\t" not in result.out
+
+
+def test_ids_are_shown_whole_and_escaped_in_every_message(flow: Flow, migrated: str) -> None:
+    """``flow history`` of an instance with nothing submitted printed its id raw (an ESC
+    reached the terminal); withdraw and send-back folded whitespace ("tab<TAB>here" read
+    "tab here", another id), and so did every error line ("two  spaces")."""
+    esc, tab, spaced = "ev\x1b[31mil", "tab\there", "two  spaces"
+    for instance in (esc, tab, spaced):
+        start_args = ("start", OA, "--instance", instance, "--var", "amount=10")
+        started = flow(*start_args, "--actor", "employee", "--db", migrated)
+        assert started.code == 0, started.err
+    history = flow("history", esc, "--db", migrated)
+    assert history.out == "ev\\x1b[31mil: no task submitted yet\n", history.out
+
+    assert flow("submit", tab, "apply", "forward", "--db", migrated).code == 0
+    sent = flow("send-back", tab, "manager", "--db", migrated)
+    assert sent.code == 0, sent.err
+    assert sent.out.splitlines() == [
+        "sent manager (Manager approval) of tab\\there back as manager",
+        "tab\\there now waits on: apply (Apply)",
+    ]
+    withdrawn = flow("withdraw", tab, "--actor", "employee", "--db", migrated)
+    assert withdrawn.code == 0, withdrawn.err
+    assert withdrawn.out == "withdrew tab\\there by employee; terminated: apply\n"
+
+    unclaimed = flow("claim", spaced, "--actor", "director", "--db", migrated)
+    assert "no task of 'two  spaces' for actor 'director'" in single_error_line(unclaimed)
+    unknown = flow("history", "no  such\tid", "--db", migrated)
+    assert "no instance 'no  such\\tid'" in single_error_line(unknown)
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

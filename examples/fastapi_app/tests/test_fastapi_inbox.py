@@ -149,6 +149,28 @@ def test_values_the_tables_cannot_hold_are_refused_with_422(client: TestClient) 
     assert expenses(inbox(client, MANAGER)) == []
 
 
+def test_an_actor_with_nul_is_refused_as_bad_input_on_every_endpoint(client: TestClient) -> None:
+    """PostgreSQL's text cannot hold NUL: filing an expense as such an actor inserted the app's
+    own row (``filed_by``) before the flow checked the actor, and failed with a 500 there (a 422
+    on the other backends). The header is refused alike everywhere, naming it."""
+    expense_id = file_expense(client, 100)
+    before = client.get(f"/expenses/{expense_id}").json()
+    calls: list[tuple[str, str, dict[str, object] | None]] = [
+        ("POST", "/expenses", {"purpose": "Taxi", "amount": 5}),
+        ("GET", "/inbox", None),
+        ("POST", f"/expenses/{expense_id}/decisions", {"decision": "approve"}),
+        ("POST", f"/expenses/{expense_id}/withdraw", {}),
+        ("POST", f"/expenses/{expense_id}/send-back", {}),
+    ]
+    for actor in ("\u0000", "man\u0000ager"):
+        for method, path, body in calls:
+            response = client.request(method, path, headers={"X-Actor": actor}, json=body)
+            assert response.status_code == 422, (actor, path, response.text)
+            assert response.json()["detail"][0]["loc"] == ["header", "X-Actor"], response.text
+    assert client.get(f"/expenses/{expense_id}").json() == before
+    assert expenses(inbox(client, MANAGER)) == [expense_id]
+
+
 def test_an_expense_id_differing_in_case_or_trailing_space_is_another_expense(
     client: TestClient,
 ) -> None:
