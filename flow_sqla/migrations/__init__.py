@@ -182,7 +182,10 @@ def current(
     script = ScriptDirectory.from_config(_config(names))
     head = script.get_current_head()
     metadata = FlowTables(
-        repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+        repo_table=names.repo_table,
+        task_table=names.task_table,
+        schema=names.schema,
+        todo_table=names.todo_table,
     ).metadata
     with _connected(bind) as conn:
         return recorded_revision(conn, names, our_revisions(script), head, metadata)

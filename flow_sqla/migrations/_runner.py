@@ -70,14 +70,17 @@ def _names(config: Config) -> TableNames:
 
 
 def _configure_options(names: TableNames) -> dict[str, Any]:
-    tables = {names.repo_table, names.task_table}
+    tables = {names.repo_table, names.task_table, names.todo_table}
 
     def include_name(name: str | None, type_: str, parent_names: Any) -> bool:
-        # autogenerate/check only looks at our two tables, never the host app's.
+        # autogenerate/check only looks at our tables, never the host app's.
         return type_ != "table" or name in tables
 
     metadata = FlowTables(
-        repo_table=names.repo_table, task_table=names.task_table, schema=names.schema
+        repo_table=names.repo_table,
+        task_table=names.task_table,
+        schema=names.schema,
+        todo_table=names.todo_table,
     ).metadata
     return {
         "target_metadata": metadata,
