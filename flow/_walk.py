@@ -40,7 +40,14 @@ def call_task(
     except FlowError:
         raise
     except Exception as exc:
-        raise TaskError(node.graph.id, node.id) from exc
+        raise TaskError(node.graph.id, node.id, instance_id=_instance_of(exchanger)) from exc
+
+
+def _instance_of(exchanger: FlowExchanger) -> str | None:
+    """The instance a walk runs for, to name in its errors (an engine evaluation may have
+    none)."""
+    instance_id = exchanger.context.instance_id
+    return instance_id if isinstance(instance_id, str) and instance_id else None
 
 
 class _Cursor:
@@ -128,6 +135,7 @@ class Walk:
                 node_id=node.id,
                 link_to=link.next_id if link is not None else None,
                 cause=exc,
+                instance_id=_instance_of(self.ex),
             ) from exc
 
     def node_start(self, node: Node) -> bool:

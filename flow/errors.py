@@ -178,16 +178,20 @@ class ConditionError(FlowError):
         node_id: str | None = None,
         link_to: str | None = None,
         cause: BaseException | None = None,
+        instance_id: str | None = None,
     ) -> None:
         self.graph_id = graph_id
         self.description = description
         self.node_id = node_id
         self.link_to = link_to
+        self.instance_id = instance_id
         message = f"The condition handle failed: {graph_id} / {description}"
         details = []
         if node_id is not None:
             where = f"link {node_id} -> {link_to}" if link_to is not None else f"node {node_id!r}"
             details.append(f"at {where}")
+        if instance_id is not None:
+            details.append(f"instance {instance_id!r}")
         if cause is not None:
             details.append(f"{type(cause).__name__}: {_first_line(cause)}")
         if details:
@@ -201,12 +205,17 @@ def _first_line(exc: BaseException) -> str:
 
 
 class TaskError(FlowError):
-    """A node's task raised; the cause is chained."""
+    """A node's task raised; the cause is chained. The message starts like the reference's
+    and names the instance when the walk had one."""
 
-    def __init__(self, graph_id: str, node_id: str) -> None:
+    def __init__(self, graph_id: str, node_id: str, *, instance_id: str | None = None) -> None:
         self.graph_id = graph_id
         self.node_id = node_id
-        super().__init__(f"The task handle failed: {graph_id} / {node_id}")
+        self.instance_id = instance_id
+        message = f"The task handle failed: {graph_id} / {node_id}"
+        if instance_id is not None:
+            message += f" (instance {instance_id!r})"
+        super().__init__(message)
 
 
 class ComponentNotFoundError(FlowError, LookupError):

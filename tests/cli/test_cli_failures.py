@@ -78,7 +78,8 @@ def test_failing_condition_names_the_link_and_the_cause_without_debug(
     result = flow("submit", "p-2", "ask", "forward", "--actor", "clerk", "--db", migrated)
     assert single_error_line(result) == (
         "flow: error: The condition handle failed: purchase / amount >= 1000 "
-        "(at link gw -> boss, TypeError: '>=' not supported between instances of 'str' and 'int')"
+        "(at link gw -> boss, instance 'p-2', "
+        "TypeError: '>=' not supported between instances of 'str' and 'int')"
     )
     standing = flow("instances", "--db", migrated).out
     assert "ask (for clerk)" in standing  # nothing was written: the task still waits

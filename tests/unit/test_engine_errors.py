@@ -44,6 +44,21 @@ def test_exception_in_a_task_becomes_task_error_with_the_cause_chained() -> None
     assert isinstance(info.value.__cause__, ValueError)
 
 
+def test_task_and_condition_errors_name_the_instance_they_were_raised_in() -> None:
+    """A one-line report must say which instance to look at (the workflow's claim, find and
+    withdraw raised them without it)."""
+    with pytest.raises(TaskError) as task_info:
+        FlowEngine().eval(_one_task(_boom).create(), FlowContext.of("exp-7"))
+    assert task_info.value.instance_id == "exp-7"
+    assert str(task_info.value) == "The task handle failed: g / n1 (instance 'exp-7')"
+    error = _condition_failure(
+        "id: g\nlayout:\n- {id: s, type: start, link: a}\n"
+        "- {id: a, when: amount >= 1000, task: 'x = 1', link: e}\n- {id: e, type: end}"
+    )
+    assert error.instance_id == "i"
+    assert "instance 'i'" in str(error)
+
+
 def test_exception_in_a_link_condition_becomes_condition_error() -> None:
     def bad(ctx: FlowContext) -> bool:
         raise KeyError("missing")
@@ -146,7 +161,8 @@ def test_failing_exclusive_link_condition_names_the_link_and_the_cause() -> None
     )
     assert (error.node_id, error.link_to) == ("gw", "big")
     assert str(error) == (
-        f"The condition handle failed: g / amount >= 1000 (at link gw -> big, {_COMPARE})"
+        "The condition handle failed: g / amount >= 1000 "
+        f"(at link gw -> big, instance 'i', {_COMPARE})"
     )
 
 
@@ -161,7 +177,7 @@ def test_failing_link_condition_of_every_node_type_names_the_link_and_the_cause(
         "- {id: e, type: end}"
     )
     assert (error.node_id, error.link_to) == ("n", "e")
-    assert f"(at link n -> e, {_COMPARE})" in str(error)
+    assert f"(at link n -> e, instance 'i', {_COMPARE})" in str(error)
 
 
 def test_failing_node_when_names_the_node_and_the_cause() -> None:
@@ -171,7 +187,7 @@ def test_failing_node_when_names_the_node_and_the_cause() -> None:
     )
     assert (error.node_id, error.link_to) == ("a", None)
     assert str(error) == (
-        f"The condition handle failed: g / amount >= 1000 (at node 'a', {_COMPARE})"
+        f"The condition handle failed: g / amount >= 1000 (at node 'a', instance 'i', {_COMPARE})"
     )
 
 
