@@ -5,6 +5,7 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 from __future__ import annotations
 
 from flow.context import FlowContext
+from flow.graph import Graph, Node
 from flow.workflow.aggregate import (
     MAX_CURSOR,
     MAX_IDENTITIES,
@@ -13,6 +14,7 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.errors import InvalidArgumentTypeError, InvalidInstanceIdError, InvalidQueryError
+from flow.workflow.states import TaskState
 from flow.workflow.task import Task
 
 
@@ -72,10 +74,28 @@ def check_context(ctx: object) -> None:
 
 def check_task(task: object, ctx: FlowContext) -> None:
     """A submit takes the ``Task`` a claim or find returned (an inbox's ``OpenTask`` is
-    claimed first: ``claim_task`` returns the ``Task``)."""
+    claimed first: ``claim_task`` returns the ``Task``) — or one built by hand, whose fields
+    are checked too (a wrong one failed with a bare ``AttributeError``)."""
     if not isinstance(task, Task):
         raise InvalidArgumentTypeError(
             "task", task, "a Task from claim_task or find_task", instance_id=ctx.instance_id
+        )
+    fields = (
+        ("task.root_graph", task.root_graph, Graph, "a Graph"),
+        ("task.node", task.node, Node, "a Node"),
+        ("task.state", task.state, TaskState, "a TaskState"),
+        ("task.context", task.context, FlowContext, "a FlowContext"),
+    )
+    for name, value, kind, expected in fields:
+        if not isinstance(value, kind):
+            raise InvalidArgumentTypeError(name, value, expected, instance_id=ctx.instance_id)
+
+
+def check_node(node: object, ctx: FlowContext) -> None:
+    """A node given as an object (``get_state``)."""
+    if not isinstance(node, Node):
+        raise InvalidArgumentTypeError(
+            "node", node, "a Node of the graph", instance_id=ctx.instance_id
         )
 
 
@@ -100,6 +120,8 @@ def check_sendable(task: object, ctx: FlowContext) -> None:
         raise InvalidArgumentTypeError(
             "task", task, "a Task, an OpenTask or None", instance_id=ctx.instance_id
         )
+    if isinstance(task, Task):
+        check_task(task, ctx)
     if isinstance(task, OpenTask) and not isinstance(task.node_id, str):
         # An OpenTask built by hand: its node id is looked up in the graph.
         raise InvalidArgumentTypeError(
@@ -111,6 +133,7 @@ __all__ = [
     "check_context",
     "check_filter",
     "check_message",
+    "check_node",
     "check_page",
     "check_sendable",
     "check_task",

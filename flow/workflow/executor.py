@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flow._expression.limits import OperationBudget
 from flow._walk import call_task
 from flow.context import FlowContext
-from flow.errors import GraphNotFoundError, SnapshotError
+from flow.errors import GraphNotFoundError, NodeNotFoundError, SnapshotError
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph, Node
 from flow.node_type import NodeType
@@ -27,6 +27,7 @@ from flow.workflow._arguments import (
     check_context,
     check_filter,
     check_message,
+    check_node,
     check_page,
     check_sendable,
     check_task,
@@ -173,6 +174,8 @@ class WorkflowExecutor:
 
     def get_state(self, node: Node, ctx: FlowContext) -> TaskState:
         """The stored state of ``node`` for ``ctx.instance_id`` (UNKNOWN when none)."""
+        check_context(ctx)
+        check_node(node, ctx)
         return self.state_repository.state_get(ctx, node)
 
     # -- submits -----------------------------------------------------------------------
@@ -711,6 +714,7 @@ class WorkflowExecutor:
         check_waiting: bool,
     ) -> bool:
         action = _checked_action(action, graph, node)
+        self._check_node_of(graph, node)
         self._check_for_index(graph, ctx)
         with self._operation(ctx, lock=True):
             index = self._indexing()
@@ -751,6 +755,14 @@ class WorkflowExecutor:
                 record = self._record(graph, node, action, ctx, message, current)
                 self.recorder.record(ctx, record)
         return True
+
+    def _check_node_of(self, root: Graph, node: Node) -> None:
+        """A submitted node is ``root``'s or a node of a graph ``root`` calls: a node of an
+        unrelated graph would store that graph's state in this instance (and run its task
+        code), and record a node ``root`` does not have."""
+        graph_id = node.graph.id
+        if graph_id != root.id and graph_id not in called_graphs(self.engine, root):
+            raise NodeNotFoundError(f"{graph_id}:{node.id}", root.id)
 
     def _still_waiting(self, node: Node, ctx: FlowContext) -> bool:
         return self.state_repository.state_get(

@@ -20,7 +20,7 @@ from aggregate_walk import (
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
-from flow.errors import GraphNotFoundError
+from flow.errors import GraphNotFoundError, NodeNotFoundError
 from flow.workflow import (
     MAX_CURSOR,
     MAX_IDENTITIES,
@@ -443,6 +443,52 @@ def test_ids_filters_messages_and_tasks_of_the_wrong_type_are_refused(
     (open_task,) = ex.open_tasks("x")
     with pytest.raises(InvalidArgumentTypeError, match="claim_task"):
         ex.submit_task_if_waiting(open_task, TaskAction.FORWARD, ctx)  # type: ignore[arg-type]
+    assert (_nodes(ex, "x"), len(recorder.records)) == before
+
+
+def test_a_node_of_an_unrelated_graph_is_refused_with_nothing_written(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    """``excl`` calls no graph: a node of ``par`` given with it stored ``par:legal`` in the
+    instance, ran that node's task code and recorded a node ``excl`` does not have."""
+    _approve(ex, "x", actor="alice")
+    legal = ex.engine.get_graph_or_throw("par").get_node_or_throw("legal")
+    excl = ex.engine.get_graph_or_throw("excl")
+    ctx = _ctx("x", role="boss")
+    before = (_nodes(ex, "x"), len(recorder.records))
+    with pytest.raises(NodeNotFoundError, match="'par:legal' in graph 'excl'"):
+        ex.submit_task_at("excl", legal, TaskAction.FORWARD, ctx)
+    forged = Task(root_graph=excl, node=legal, state=TaskState.WAITING, context=ctx)
+    for action in (TaskAction.FORWARD, TaskAction.TERMINATE):
+        with pytest.raises(NodeNotFoundError):
+            ex.submit_task(forged, action, ctx)
+        with pytest.raises(NodeNotFoundError):
+            ex.submit_task_if_waiting(forged, action, ctx)
+    assert (_nodes(ex, "x"), len(recorder.records)) == before
+
+
+def test_a_task_built_by_hand_with_a_wrong_field_is_refused(
+    ex: WorkflowExecutor, recorder: ListRecorder
+) -> None:
+    """Each field is checked before anything is read: they failed with a bare
+    AttributeError deep in the walk."""
+    _approve(ex, "x", actor="alice")
+    ctx = _ctx("x", role="boss")
+    task = ex.claim_task("excl", ctx)
+    assert task is not None
+    before = (_nodes(ex, "x"), len(recorder.records))
+    for field, bad in (("node", None), ("node", "manager"), ("root_graph", None),
+                       ("state", 1001), ("context", None)):  # fmt: skip
+        forged = dataclasses.replace(task, **{field: bad})
+        with pytest.raises(InvalidArgumentTypeError, match=rf"task\.{field} .*'x'"):
+            ex.submit_task_if_waiting(forged, TaskAction.FORWARD, ctx)
+        with pytest.raises(InvalidArgumentTypeError, match=rf"task\.{field}"):
+            ex.submit_task(forged, TaskAction.FORWARD, ctx)
+        with pytest.raises(InvalidArgumentTypeError, match=rf"task\.{field}"):
+            ex.send_back(forged, ctx)
+    for node in (None, "manager"):
+        with pytest.raises(InvalidArgumentTypeError, match="node must be a Node"):
+            ex.get_state(node, ctx)  # type: ignore[arg-type]
     assert (_nodes(ex, "x"), len(recorder.records)) == before
 
 
