@@ -138,7 +138,7 @@ class WorkflowExecutor:
             if index is None:
                 return self._walk(root, ctx, IntentType.CLAIM_TASK).task
             read, indexed = self._indexed_read(index, root, ctx)
-            if read.stored is not None and read.stored.status == InstanceStatus.WITHDRAWN:
+            if _withdrawn(read):
                 return None
             task = self._walk(root, ctx, IntentType.CLAIM_TASK).task
             self._index_end(index, indexed, ctx, read)
@@ -146,7 +146,9 @@ class WorkflowExecutor:
 
     def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
         """The current task whoever may operate it (UNKNOWN when this context may not), or the
-        TERMINATED task the flow stopped at, or the last task passed; ``None`` if none."""
+        TERMINATED task the flow stopped at, or the last task passed; ``None`` if none — and,
+        with the task index, for a WITHDRAWN instance, without walking (a walk would run the
+        automatic nodes it reaches: a withdrawn instance accepts nothing)."""
         check_context(ctx)
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
@@ -154,13 +156,16 @@ class WorkflowExecutor:
             if index is None:
                 return self._walk(root, ctx, IntentType.FIND_TASK).task
             read, indexed = self._indexed_read(index, root, ctx)
+            if _withdrawn(read):
+                return None
             task = self._walk(root, ctx, IntentType.FIND_TASK).task
             self._index_end(index, indexed, ctx, read)
             return task
 
     def find_next_tasks(self, graph: Graph | str, ctx: FlowContext) -> list[Task]:
         """Every frontier task in discovery order: WAITING when this context may operate it,
-        else UNKNOWN (parallel branches each contribute theirs)."""
+        else UNKNOWN (parallel branches each contribute theirs); none for a WITHDRAWN
+        instance (with the task index), as for :meth:`find_task`."""
         check_context(ctx)
         root = self._graph(graph)
         with self._operation(ctx, lock=False):
@@ -168,6 +173,8 @@ class WorkflowExecutor:
             if index is None:
                 return list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
             read, indexed = self._indexed_read(index, root, ctx)
+            if _withdrawn(read):
+                return []
             tasks = list(self._walk(root, ctx, IntentType.FIND_NEXT_TASKS).next_tasks)
             self._index_end(index, indexed, ctx, read)
             return tasks
@@ -973,14 +980,15 @@ def _of_another_instance(task: Task, ctx: FlowContext) -> bool:
     return task.context.instance_id != ctx.instance_id
 
 
+def _withdrawn(read: IndexRead) -> bool:
+    """True when the instance is WITHDRAWN: it accepts nothing but a RESTART."""
+    stored = read.stored
+    return stored is not None and stored.status == InstanceStatus.WITHDRAWN
+
+
 def _closed_to(read: IndexRead, action: TaskAction) -> bool:
     """True when the instance is WITHDRAWN and ``action`` is not the RESTART that reopens it."""
-    stored = read.stored
-    return (
-        stored is not None
-        and stored.status == InstanceStatus.WITHDRAWN
-        and action != TaskAction.RESTART
-    )
+    return _withdrawn(read) and action != TaskAction.RESTART
 
 
 def _tasks_settled(index: InstanceIndex, states: Mapping[str, int]) -> bool:

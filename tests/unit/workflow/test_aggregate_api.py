@@ -1135,3 +1135,34 @@ def test_a_withdraw_that_cannot_terminate_a_sub_graph_s_task_writes_nothing(
         other.withdraw("main2", FlowContext.of("w-1", {"actor": "applicant"}))
     assert ex.state_repository.states("w-1") == states
     assert (ex.status("w-1"), recorder.records) == (InstanceStatus.RUNNING, [])
+
+
+_PARKS = """
+id: park
+layout:
+  - {id: s, type: start, link: a}
+  - {id: a, meta: {actor: alice}, link: wait}
+  - {id: wait, task: "ran = (ran or 0) + 1; go or context.stop()", link: h2}
+  - {id: h2, meta: {actor: bob}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_finds_on_a_withdrawn_instance_walk_nothing_and_run_no_task_code() -> None:
+    """The automatic node stopped itself (the instance RUNNING with no open task), then the
+    instance was withdrawn: a find walked on, ran the node's task code again and opened the
+    next task in a withdrawn instance."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_PARKS))
+    repository = InMemoryStateRepository()
+    ex = WorkflowExecutor(engine, ActorStateController(), state_repository=repository)
+    _approve(ex, "w", "park", actor="alice")
+    assert ex.withdraw("park", _ctx("w", actor="alice"))
+    before = repository.states("w")
+    bob = _ctx("w", actor="bob", go=True)
+    assert ex.find_task("park", bob) is None
+    assert ex.find_next_tasks("park", bob) == []
+    assert ex.claim_task("park", bob) is None
+    assert bob.get("ran") is None
+    assert repository.states("w") == before
+    assert ex.status("w") == InstanceStatus.WITHDRAWN
