@@ -7,6 +7,7 @@ a JSON object of string keys to integer codes, ``vars`` a JSON object. Anything 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -63,7 +64,9 @@ def parse_states(instance_id: str, raw: Any) -> dict[str, int]:
 
 def parse_vars(instance_id: str, raw: Any) -> dict[str, Any]:
     """``vars`` of a row in its encoded form: ``None`` reads as empty; raises
-    :class:`SnapshotError` when it is not an object."""
+    :class:`SnapshotError` when it is not an object, or holds a number no JSON writer can
+    write back (``1e400`` reads as infinity; SQLite's JSON also keeps ``NaN``): any write of
+    the row would store text that is no JSON — or fail on the other servers."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -71,7 +74,31 @@ def parse_vars(instance_id: str, raw: Any) -> dict[str, Any]:
             f"Stored vars must be a JSON object, got {type(raw).__name__}",
             instance_id=instance_id,
         )
+    key = _non_finite_number(raw)
+    if key is not None:
+        raise SnapshotError(
+            f"Stored vars hold a number out of JSON's range under {key!r} (correct the row)",
+            instance_id=instance_id,
+        )
     return raw
+
+
+def _non_finite_number(value: dict[str, Any]) -> str | None:
+    """The top-level key under which ``value`` holds an infinite or NaN float, if any (walked
+    without recursion: stored JSON may nest deeper than Python's stack)."""
+    for key, item in value.items():
+        pending = [item]
+        while pending:
+            current = pending.pop()
+            kind = type(current)
+            if kind is float:
+                if not math.isfinite(current):
+                    return key
+            elif kind is dict:
+                pending.extend(current.values())
+            elif kind is list:
+                pending.extend(current)
+    return None
 
 
 def parse_row(instance_id: str, row: RowMapping) -> StoredRow:

@@ -206,6 +206,29 @@ def test_a_refused_operation_on_an_existing_instance_keeps_its_row_in_a_committe
     assert approve(ex, "old-1", "manager")
 
 
+def test_a_stored_number_out_of_json_s_range_is_refused_by_every_operation(
+    db: sa.Engine,
+) -> None:
+    """``1e400`` is valid JSON text (every server accepts it) and reads as infinity: a
+    withdraw wrote the row back as ``Infinity`` on SQLite — no JSON, unreadable by the Go
+    plugin for good — and failed on the other servers. Every operation now refuses the row,
+    naming the instance and the key, and writes nothing."""
+    ex = executor(db, index=True)
+    approve(ex, "inf-1", "employee", amount=1)
+    _set_vars(db, "inf-1", '{"amount": 1, "big": 1e400}')
+    before = raw_row(db, "inf-1")
+    calls = (
+        lambda: ex.withdraw("oa", ctx("inf-1", "employee")),
+        lambda: ex.claim_task("oa", ctx("inf-1", "manager")),
+        lambda: SqlStateRepository(db).restore_context("inf-1"),
+    )
+    for call in calls:
+        with pytest.raises(SnapshotError, match=r"'big'.*'inf-1'"):
+            call()
+    assert raw_row(db, "inf-1") == before
+    assert count_rows(db, "bpm_flow_task", "inf-1") == 1
+
+
 def test_values_at_the_limits_round_trip_on_every_dialect(db: sa.Engine) -> None:
     """30 levels inside the vars object is the deepest MariaDB's JSON check accepts."""
     values = {
