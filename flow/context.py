@@ -208,6 +208,11 @@ class FlowContext:
     def _check_snapshot_texts(self) -> None:
         """Refuse an instance id or trace text holding a lone surrogate: not valid Unicode,
         so no snapshot may carry it (variables holding one are left out instead)."""
+        if self.instance_id is not None and not isinstance(self.instance_id, str):
+            raise SnapshotError(
+                f"Context snapshot instance id must be a string, not "
+                f"{type(self.instance_id).__name__}"
+            )
         trace = self.trace
         texts: list[tuple[str, str | None]] = [
             ("instance id", self.instance_id),

@@ -380,3 +380,10 @@ def test_a_context_whose_instance_id_holds_a_lone_surrogate_has_no_snapshot() ->
     for data in ({}, {"a": "x" * 300_000}):
         with pytest.raises(SnapshotError, match="instance id"):
             FlowContext.of("\ud800", data).to_json()
+
+
+@pytest.mark.parametrize("instance_id", [object(), 5, b"x"], ids=["object", "int", "bytes"])
+def test_a_context_whose_instance_id_is_no_string_has_no_snapshot(instance_id: Any) -> None:
+    """It failed with a bare TypeError (or wrote ``"instanceId": 5``)."""
+    with pytest.raises(SnapshotError, match="instance id must be a string"):
+        FlowContext.of(instance_id).to_json()
