@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flow._graph_memo import GraphMemo
+from flow.codec import DEFAULT_LIMITS
 from flow.context import FlowContext
 from flow.graph import Graph, Node
 from flow.workflow.controllers import (
@@ -718,14 +719,38 @@ def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _var_value(key: str, raw: str) -> Any:
-    """``raw`` decoded as JSON, else the text itself. JSON nested deeper than the decoder's
-    recursion limit is neither: it is the user's input that is wrong, so a usage error naming
-    the variable — not the generic ``RecursionError`` line of an unexpected failure."""
+    """``raw`` decoded as JSON, else the text itself. JSON nested deeper than a variable may
+    be stored (``CodecLimits.max_depth``) — or than the decoder's recursion limit, which
+    depends on the Python version — is neither: it is the user's input that is wrong, so a
+    usage error naming the variable, not the generic line of an unexpected failure."""
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except ValueError:
         return raw
     except RecursionError as exc:
-        raise CliError(
-            f"--var {key!r}: the JSON value is nested too deeply to read", exit_code=2
-        ) from exc
+        raise _too_deep(key) from exc
+    if _nesting(value) > DEFAULT_LIMITS.max_depth:
+        raise _too_deep(key)
+    return value
+
+
+def _too_deep(key: str) -> CliError:
+    return CliError(
+        f"--var {key!r}: the JSON value is nested too deeply (more than "
+        f"{DEFAULT_LIMITS.max_depth} levels)",
+        exit_code=2,
+    )
+
+
+def _nesting(value: Any) -> int:
+    """How many lists and objects ``value`` nests (walked without recursion)."""
+    deepest = 0
+    pending = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if isinstance(current, dict):
+            current = list(current.values())
+        if isinstance(current, list):
+            deepest = max(deepest, depth)
+            pending.extend((item, depth + 1) for item in current)
+    return deepest
