@@ -33,6 +33,7 @@ from uuid import UUID
 from flow import codec
 from flow.context import FlowContext, NonSerializable
 from flow.errors import ContextValueError, SnapshotError
+from flow_sqla import _options as options
 from flow_sqla._rows import parse_vars
 
 #: Keys that are never stored whatever the configuration: the id, the context itself and the
@@ -100,10 +101,14 @@ class VarsPolicy:
         limits: codec.CodecLimits | None = None,
         plain_json: bool = False,
     ) -> None:
-        keys = DEFAULT_IDENTITY_KEYS if identity_keys is None else frozenset(identity_keys)
-        self.excluded: frozenset[str] = ALWAYS_EXCLUDED | keys
-        self.limits: codec.CodecLimits = limits or codec.DEFAULT_LIMITS
-        self.plain_json = plain_json
+        keys = options.context_keys("vars_filter", identity_keys)
+        self.excluded: frozenset[str] = ALWAYS_EXCLUDED | (
+            DEFAULT_IDENTITY_KEYS if keys is None else keys
+        )
+        self.limits: codec.CodecLimits = (
+            options.optional("limits", limits, codec.CodecLimits) or codec.DEFAULT_LIMITS
+        )
+        self.plain_json = options.flag("plain_json", plain_json)
         self._fast_int = codec.fast_int_bound(self.limits)
 
     def encode(self, instance_id: str, data: Mapping[str, Any]) -> dict[str, Any]:

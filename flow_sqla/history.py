@@ -8,6 +8,7 @@ text, decoding them row by row: a row whose JSON, text or time is corrupt comes 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +23,7 @@ from flow.errors import SnapshotError
 from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskAction, TaskState
+from flow_sqla import _options as options
 from flow_sqla._dialect import DialectOps, time_text, undecoded_text
 from flow_sqla._engine import engine_for
 from flow_sqla._limits import (
@@ -107,7 +109,9 @@ class TaskHistoryRecorder:
     ``record`` issues one ``INSERT`` on ``ctx.connection`` when it is a SQLAlchemy
     ``Connection`` (the executor's unit of work puts its transaction there), else in its own
     ``engine.begin()``; no generated key is fetched back. ``bind`` is an ``Engine`` or a URL;
-    ``plain_json`` and ``limits`` encode ``variables`` as :class:`SqlStateRepository` does.
+    ``plain_json``, ``limits`` and ``vars_filter`` (the context keys never stored; default
+    ``actor``, ``auditor``, ``creator``) encode ``variables`` as :class:`SqlStateRepository`
+    does — :func:`~flow_sqla.sql_workflow` gives both the same.
     """
 
     def __init__(
@@ -118,15 +122,17 @@ class TaskHistoryRecorder:
         plain_json: bool = False,
         limits: CodecLimits | None = None,
         index: bool = False,
+        vars_filter: Iterable[str] | None = None,
     ) -> None:
         self.engine: Engine = engine_for(bind)
-        self.tables = tables or FlowTables()
+        self.tables = options.optional("tables", tables, FlowTables) or FlowTables()
         self._table = self.tables.task
         #: ``index=True`` also writes the ``action`` column (revision ``flow0004``).
-        self.writes_action = bool(index)
+        self.writes_action = options.flag("index", index)
         self._dialect = DialectOps(self.engine.dialect, self.tables)
-        # Filtered like the repository's vars, as the Go plugin filters them.
-        self._vars = VarsPolicy(limits=limits, plain_json=plain_json)
+        # Filtered like the repository's vars (the same keys: sql_workflow passes them), as
+        # the Go plugin filters them.
+        self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
         # ``inline()``: no RETURNING / generated-key fetch after the insert.
         self._insert = self._table.insert().inline()
         self._inserts: dict[tuple[str, ...], sa.Insert] = {}

@@ -35,6 +35,7 @@ from flow.workflow.aggregate import (
 from flow.workflow.errors import ConcurrentSubmitError
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
+from flow_sqla import _options as options
 from flow_sqla._dialect import (
     INDEX_COLUMNS,
     WRITE_OPTIONS,
@@ -76,6 +77,7 @@ from flow_sqla.errors import (
     RepositoryError,
     StaleCacheError,
     UnstorableGraphError,
+    UnstorableValueError,
 )
 from flow_sqla.tables import FlowTables
 
@@ -306,17 +308,17 @@ class SqlStateRepository:
         self.engine: Engine = engine_for(bind)
         if is_autocommit(self.engine):
             raise AutocommitError("The repository's engine")
-        self.tables = tables or FlowTables()
+        self.tables = options.optional("tables", tables, FlowTables) or FlowTables()
         self.cache_mode: CacheMode = cache
         #: Whether this repository keeps the task index (the executor checks it).
-        self.keeps_task_index = bool(index)
+        self.keeps_task_index = options.flag("index", index)
         self._dialect = DialectOps(self.engine.dialect, self.tables, index=self.keeps_task_index)
         self._todo = TodoTable(
             self.tables,
             keys_through_join=self._dialect.keys_through_join,
             sentinel=self._dialect.todo_sentinel,
         )
-        self._auditor: Auditor = auditor or default_auditor
+        self._auditor: Auditor = options.callable_or_none("auditor", auditor) or default_auditor
         self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
         self.flow_engine = flow_engine
         self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
@@ -896,6 +898,14 @@ class SqlStateRepository:
         who = self._auditor(ctx)
         if who is None:
             return ""
+        # A number is written as its text (as the default auditor does); anything else would
+        # be some object's repr (b"bob" stored as "b'bob'").
+        if isinstance(who, bool) or not isinstance(who, str | int):
+            raise UnstorableValueError(
+                "auditor",
+                f"the auditor hook returned {type(who).__name__}, not a string or None",
+                instance_id=ctx.instance_id,
+            )
         return check_id(str(who), "auditor", instance_id=ctx.instance_id)
 
     def _stored_graph(self, raw: Any) -> tuple[str | None, str | None]:

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 
 from flow.codec import CodecLimits
 from flow.workflow.executor import WorkflowExecutor
+from flow_sqla import _options as options
 from flow_sqla._engine import engine_for
 from flow_sqla._vars import DEFAULT_IDENTITY_KEYS
 from flow_sqla.history import TaskHistoryRecorder
@@ -53,9 +54,14 @@ def sql_workflow(
     who acts belongs to the request, and a stored ``role`` would be merged into the next
     caller's context and let someone without it claim the role's task. A gateway that routes
     on such a key must find it in each submitting context; ``vars_filter`` replaces the
-    whole set (see :class:`SqlStateRepository`)."""
+    whole set (see :class:`SqlStateRepository`). The history rows leave out the same keys.
+    A wrongly typed option raises ``TypeError`` naming it."""
     db = engine_for(bind)
     tables = tables or FlowTables()
+    # The history rows leave out the same keys as the instance row (a role, a secret).
+    excluded = options.context_keys("vars_filter", vars_filter)
+    if excluded is None:
+        excluded = identity_keys(state_controller)
     return WorkflowExecutor(
         engine,
         state_controller,
@@ -67,9 +73,11 @@ def sql_workflow(
             plain_json=plain_json,
             limits=limits,
             index=index,
-            vars_filter=identity_keys(state_controller) if vars_filter is None else vars_filter,
+            vars_filter=excluded,
         ),
-        recorder=TaskHistoryRecorder(db, tables, plain_json=plain_json, limits=limits, index=index),
+        recorder=TaskHistoryRecorder(
+            db, tables, plain_json=plain_json, limits=limits, index=index, vars_filter=excluded
+        ),
         max_steps=max_steps,
     )
 

@@ -6,8 +6,14 @@ import pytest
 import sqlalchemy as sa
 from _support import approve, ctx, executor, flow_engine, migrate, raw_row
 
-from flow.workflow import ConcurrentSubmitError
-from flow_sqla import RepositoryError, SqlStateRepository, sql_workflow
+from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction
+from flow_sqla import (
+    RepositoryError,
+    SqlStateRepository,
+    TaskHistoryRecorder,
+    UnstorableValueError,
+    sql_workflow,
+)
 
 
 @pytest.fixture
@@ -90,3 +96,56 @@ def test_a_url_no_engine_can_be_made_from_is_a_repository_error(url: str) -> Non
     with pytest.raises(RepositoryError, match="Cannot create a database engine") as raised:
         sql_workflow(url, flow_engine())
     assert "secret" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("vars_filter", "actor"),  # split into letters, it left ``actor`` stored
+        ("vars_filter", [1, None]),
+        ("vars_filter", 5),
+        ("index", "no"),  # taken for true
+        ("plain_json", "false"),
+        ("limits", "x"),
+        ("tables", "x"),
+    ],
+)
+def test_a_wrongly_typed_option_is_refused_when_the_executor_is_built(
+    db: sa.Engine, option: str, value: object
+) -> None:
+    with pytest.raises(TypeError, match=option):
+        sql_workflow(db, flow_engine(), **{option: value})  # type: ignore[arg-type]
+
+
+def test_an_auditor_that_is_not_callable_is_refused_when_the_repository_is_built(
+    db: sa.Engine,
+) -> None:
+    with pytest.raises(TypeError, match="auditor"):
+        SqlStateRepository(db, auditor="alice")  # type: ignore[arg-type]
+
+
+def test_an_auditor_returning_bytes_is_refused_and_nothing_is_written(db: sa.Engine) -> None:
+    """``str(b"bob")`` stored the text ``b'bob'`` as the row's creator."""
+    ex = sql_workflow(db, flow_engine())
+    ex.state_repository = SqlStateRepository(db, auditor=lambda c: b"bob")
+    with pytest.raises(UnstorableValueError, match=r"auditor.*'aud-2'"):
+        approve(ex, "aud-2", "employee", amount=1)
+    assert raw_row(db, "aud-2") is None
+
+
+def test_history_rows_leave_out_the_same_keys_as_the_instance_row(db: sa.Engine) -> None:
+    """The recorder filtered only its defaults: a controller's ``role`` and the keys given in
+    ``vars_filter`` were kept out of ``vars`` but written into every history row."""
+    for instance_id, options in (
+        ("hf-1", {"state_controller": ActorStateController("actor", "role")}),
+        ("hf-2", {"vars_filter": {"actor", "ssn"}}),
+    ):
+        ex = sql_workflow(db, flow_engine(), **options)  # type: ignore[arg-type]
+        c = ctx(instance_id, "employee", amount=1, role="clerk", ssn="123-45-6789")
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        stored = raw_row(db, instance_id)
+        assert stored is not None
+        (entry,) = TaskHistoryRecorder(db).history(instance_id)
+        kept = set(stored["vars"])
+        assert set(entry.variables) == kept
+        assert ("role" if instance_id == "hf-1" else "ssn") not in kept

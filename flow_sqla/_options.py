@@ -1,0 +1,53 @@
+"""Checks of the options the repository, the recorder and ``sql_workflow`` are built with.
+
+A wrongly typed option is refused when the object is built, with a ``TypeError`` naming the
+option — not taken for true (``index="no"`` switched the index on), split into letters
+(``vars_filter="actor"`` left ``actor`` stored: a stored identity authorizes the next caller),
+or left to fail later with an ``AttributeError`` deep in an operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+def flag(name: str, value: object) -> bool:
+    """A yes/no option: ``True`` or ``False`` only."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
+
+
+def optional(name: str, value: object, kind: type[_T]) -> _T | None:
+    """An option that is ``None`` or an instance of ``kind``."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} or None, not {type(value).__name__}")
+    return value
+
+
+def context_keys(name: str, value: Iterable[str] | None) -> frozenset[str] | None:
+    """A set of context keys (``vars_filter``): an iterable of strings, never one string."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{name} must be a set of context keys (strings), not {type(value).__name__}"
+        )
+    keys = frozenset(value)
+    wrong = [key for key in keys if not isinstance(key, str)]
+    if wrong:
+        raise TypeError(f"{name} must hold strings only, not {wrong[0]!r}")
+    return keys
+
+
+def callable_or_none(name: str, value: object) -> Callable[..., Any] | None:
+    """A hook option (``auditor``)."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable or None, not {type(value).__name__}")
+    return value
+
+
+__all__ = ["callable_or_none", "context_keys", "flag", "optional"]
