@@ -114,6 +114,14 @@ def _int_bound(digits: int) -> int:
     return bound
 
 
+def too_long_for_text(value: int) -> bool:
+    """Whether Python refuses to turn ``value`` into decimal text: more digits than
+    ``sys.get_int_max_str_digits()`` (4,300 unless the process changed it; 0: no limit).
+    The bit length is the cheap test (3 bits per digit is less than log2(10))."""
+    digits = sys.get_int_max_str_digits()
+    return digits > 0 and value.bit_length() > 3 * digits and abs(value) >= _int_bound(digits)
+
+
 def fast_int_bound(limits: CodecLimits) -> int:
     """A bound whose inside needs no digit count: ``10**min(18, max_int_digits)``."""
     return _int_bound(min(18, limits.max_int_digits))
@@ -343,4 +351,5 @@ __all__ = [
     "has_lone_surrogate",
     "is_representable",
     "json_size",
+    "too_long_for_text",
 ]

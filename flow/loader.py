@@ -19,12 +19,12 @@ import os
 import stat
 import sys
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from flow.codec import too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
 from flow.spec import GraphSpec, LinkSpec, NodeSpec
@@ -177,20 +177,6 @@ def _parse_yaml(text: str) -> Any:
         ) from None
 
 
-def _too_long_as_text(value: int) -> bool:
-    """Whether Python refuses to turn ``value`` into decimal text: more digits than
-    ``sys.get_int_max_str_digits()`` (4,300 unless the process changed it; 0: no limit).
-    The bit length is the cheap test (3 bits per digit is less than log2(10))."""
-    digits = sys.get_int_max_str_digits()
-    return digits > 0 and value.bit_length() > 3 * digits and abs(value) >= _power_of_ten(digits)
-
-
-@lru_cache(maxsize=4)
-def _power_of_ten(digits: int) -> int:
-    power: int = 10**digits
-    return power
-
-
 def _digit_limit() -> str:
     return f"{sys.get_int_max_str_digits():,}"
 
@@ -212,7 +198,7 @@ class _Measure:
 
     def size(self, value: Any, depth: int) -> tuple[int, int]:
         if not isinstance(value, Mapping | list | tuple | set | frozenset):
-            if isinstance(value, int) and _too_long_as_text(value):
+            if isinstance(value, int) and too_long_for_text(value):
                 # YAML's hex, octal and sexagesimal forms reach any size (Python limits only
                 # decimal text); such an int could never be written back as YAML or JSON.
                 self._fail(
@@ -263,7 +249,7 @@ def _scalar_text(value: Any, what: str, graph_id: str | None) -> str | None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int) and _too_long_as_text(value):
+    if isinstance(value, int) and too_long_for_text(value):
         # The graph id is read before the document is measured (check_document names it).
         raise GraphDefinitionError(
             f"{what} is an integer of more than {_digit_limit()} decimal digits",

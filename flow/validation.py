@@ -244,7 +244,7 @@ def _starved_joins(graph: Graph) -> Iterator[Problem]:
         if link.next_id in incoming:
             incoming[link.next_id].append(link)
     sources = {link.prev_id for links in incoming.values() for link in links}
-    only_via = _exclusive_dependencies(graph, sources)
+    only_via = _exclusive_dependencies(graph, reached & sources)
     if only_via is None:
         yield _warning(
             joins[0].id,
@@ -289,8 +289,8 @@ def _starved_join(
 
 
 def _exclusive_dependencies(graph: Graph, wanted: set[str]) -> dict[str, dict[str, Link]] | None:
-    """For each exclusive gateway not on a cycle: id of a ``wanted`` node -> the one outgoing
-    link it needs — or None when finding out would take more than
+    """For each exclusive gateway not on a cycle: id of a ``wanted`` node (reached from the
+    start) -> the one outgoing link it needs — or None when finding out would take more than
     :data:`MAX_BRANCH_CHECK_VISITS` node visits (one walk of the graph per outgoing link).
 
     A node depends on link ``k`` when it is unreachable once ``k`` is removed.
@@ -305,11 +305,10 @@ def _exclusive_dependencies(graph: Graph, wanted: set[str]) -> dict[str, dict[st
     if sum(len(node.next_links) for node in gateways) * walk > MAX_BRANCH_CHECK_VISITS:
         return None
     result: dict[str, dict[str, Link]] = {}
-    everything = _reachable(graph) & wanted
     for node in gateways:
         needs: dict[str, Link] = {}
         for link in node.next_links:
-            for lost in everything - _reachable(graph, (link,)):
+            for lost in wanted - _reachable(graph, (link,)):
                 needs[lost] = link
         result[node.id] = needs
     return result
