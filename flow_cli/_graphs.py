@@ -126,6 +126,13 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
+def graph_override(path: str | None) -> Graph | None:
+    """The graph a ``--graph`` file option names (:func:`graph_file_option`), loaded strictly
+    — or ``None`` when it was not given: the command then uses the graph stored with the
+    instance."""
+    return load_graph(path, strict=True) if path is not None else None
+
+
 def load_graph(path: str, *, strict: bool = False) -> Graph:
     """The graph in the file at ``path``; a missing or broken file is one clear error.
 

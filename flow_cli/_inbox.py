@@ -19,7 +19,6 @@ from flow_cli._parser import (
     actor_option,
     db_option,
     graph_file_option,
-    identity,
     non_blank,
 )
 from flow_cli._table import escaped, format_table
@@ -43,7 +42,7 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
     )
     actor_option(inbox, "who asks (a node's meta 'actor')")
     inbox.add_argument(
-        "--role", metavar="R", type=identity, help="a role they hold (a node's meta 'role')"
+        "--role", metavar="R", type=non_blank, help="a role they hold (a node's meta 'role')"
     )
     inbox.add_argument(
         "--graph", metavar="ID", type=non_blank, help="only tasks of the graph with this id"
@@ -188,10 +187,10 @@ def task_label(node_id: str, title: str | None) -> str:
 
 
 def run_withdraw(args: argparse.Namespace) -> int:
-    from flow_cli._graphs import load_graph
+    from flow_cli._graphs import graph_override
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph is not None else None
+    override = graph_override(args.graph)
     with Session.open(args.db) as session:
         session.require_index("withdraw")
         graph = session.graph_of(session.snapshot(args.instance), override)
@@ -204,10 +203,10 @@ def run_withdraw(args: argparse.Namespace) -> int:
 
 
 def run_send_back(args: argparse.Namespace) -> int:
-    from flow_cli._graphs import load_graph
+    from flow_cli._graphs import graph_override
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph is not None else None
+    override = graph_override(args.graph)
     with Session.open(args.db) as session:
         session.require_index("send-back")
         graph = session.graph_of(session.snapshot(args.instance), override)

@@ -40,24 +40,19 @@ def db_option() -> Parser:
 
 
 def non_blank(value: str) -> str:
-    """A value given explicitly (``--db``, ``--graph``, ``--instance``): blank is a usage
-    error, never "not given" — ``--graph ""`` once made submit and withdraw fall back to the
-    stored graph while start refused it, ``--db ""`` meant the default database and
-    ``start --instance ""`` a random id."""
+    """A value given explicitly (``--db``, ``--graph``, ``--instance``, ``--actor``,
+    ``--role``): blank is a usage error, never "not given" — ``--graph ""`` once made submit
+    and withdraw fall back to the stored graph while start refused it, ``--db ""`` meant the
+    default database, ``start --instance ""`` a random id, and an empty ``--actor`` the node's
+    own actor to one command while another refused it."""
     if not value.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     return value
 
 
-def identity(value: str) -> str:
-    """An ``--actor``/``--role`` value: blank is a usage error, never "no one" — an empty
-    ``--actor`` once meant the node's own actor to one command and was refused by another."""
-    return non_blank(value)
-
-
 def actor_option(parser: argparse.ArgumentParser, help: str) -> None:
     """``--actor A`` (a blank value is a usage error)."""
-    parser.add_argument("--actor", metavar="A", type=identity, help=help)
+    parser.add_argument("--actor", metavar="A", type=non_blank, help=help)
 
 
 def graph_file_option(parser: argparse.ArgumentParser) -> None:

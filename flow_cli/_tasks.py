@@ -101,10 +101,10 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_claim(args: argparse.Namespace) -> int:
-    from flow_cli._graphs import load_graph
+    from flow_cli._graphs import graph_override
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph is not None else None
+    override = graph_override(args.graph)
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)
         node = session.claim(args.instance, graph, args.actor)
@@ -117,10 +117,10 @@ def run_claim(args: argparse.Namespace) -> int:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from flow_cli._graphs import load_graph
+    from flow_cli._graphs import graph_override
     from flow_cli._session import Session
 
-    override = load_graph(args.graph, strict=True) if args.graph is not None else None
+    override = graph_override(args.graph)
     action: TaskAction = args.action
     with Session.open(args.db) as session:
         graph = session.graph_of(session.snapshot(args.instance), override)
