@@ -321,6 +321,9 @@ class FlowTables:
             sa.UniqueConstraint("instant_id", "node_id", "candidate", name=n.todo_unique),
             sa.Index(n.candidate_index, "candidate", "id"),
             schema=n.schema,
+            # A row id is an inbox cursor: SQLite would give a new row the id of the newest
+            # one deleted (max + 1), hiding a reopened task from a pager already past it.
+            sqlite_autoincrement=True,
             **MYSQL_TABLE_OPTIONS,
         )
 

@@ -1390,6 +1390,24 @@ def test_reindex_refuses_a_batch_size_or_start_out_of_range(db: sa.Engine) -> No
             reindex(db, flow_engine_oa(), state_controller=controller_oa(), **bad)
 
 
+def test_a_todo_row_id_is_never_handed_out_twice(db: sa.Engine) -> None:
+    """Ids are the inbox's cursors: a task closed and opened again is a new item after any
+    cursor handed out before (SQLite gave a new row the id of the newest one deleted)."""
+    ex = executor(db, index=True)
+    manager = FlowContext.of(None, {"actor": "manager"})
+    employee = FlowContext.of(None, {"actor": "employee"})
+    assert approve(ex, "t-1", "employee", amount=1)
+    (first,) = ex.inbox(manager)
+    assert ex.claim_task("oa", ctx("t-1", "manager")) is not None
+    assert ex.send_back(first, ctx("t-1", "manager"))  # the employee's task again
+    (again,) = ex.inbox(employee)
+    assert again.cursor > first.cursor
+    assert approve(ex, "t-1", "employee", amount=1)
+    (last,) = ex.inbox(manager)
+    assert last.cursor > again.cursor
+    assert ex.inbox(manager, after=first.cursor) == [last]
+
+
 def flow_engine_oa() -> Any:
     from _support import flow_engine as oa_engine
 

@@ -66,6 +66,8 @@ def upgrade() -> None:
         sa.Column("create_time", sa.DateTime()),
         sa.UniqueConstraint("instant_id", "node_id", "candidate", name=names.todo_unique),
         schema=schema,
+        # Ids are inbox cursors: never reused on SQLite either (see FlowTables).
+        sqlite_autoincrement=True,
         **_TABLE_OPTIONS,
     )
     op.create_index(names.candidate_index, names.todo_table, ["candidate", "id"], schema=schema)

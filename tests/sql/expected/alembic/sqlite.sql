@@ -71,7 +71,7 @@ CREATE INDEX ix_bpm_flow_repository_status ON bpm_flow_repository (status, graph
 ALTER TABLE bpm_flow_task ADD COLUMN action INTEGER;
 
 CREATE TABLE bpm_flow_todo (
-    id INTEGER NOT NULL, 
+    id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
     instant_id VARCHAR(64) NOT NULL, 
     graph_id VARCHAR(64) NOT NULL, 
     node_id VARCHAR(64) NOT NULL, 
@@ -80,7 +80,6 @@ CREATE TABLE bpm_flow_todo (
     candidate VARCHAR(128) NOT NULL, 
     lineage JSON, 
     create_time DATETIME, 
-    PRIMARY KEY (id), 
     CONSTRAINT uq_bpm_flow_todo_task UNIQUE (instant_id, node_id, candidate)
 );
 

@@ -47,7 +47,7 @@ CREATE INDEX flow.ix_acme_task_assignee ON acme_task (assignee);
 CREATE INDEX flow.ix_acme_task_flow_ins_id ON acme_task (flow_ins_id);
 
 CREATE TABLE flow.acme_repo_todo (
-	id INTEGER NOT NULL, 
+	id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
 	instant_id VARCHAR(64) NOT NULL, 
 	graph_id VARCHAR(64) NOT NULL, 
 	node_id VARCHAR(64) NOT NULL, 
@@ -56,7 +56,6 @@ CREATE TABLE flow.acme_repo_todo (
 	candidate VARCHAR(128) NOT NULL, 
 	lineage JSON, 
 	create_time DATETIME, 
-	PRIMARY KEY (id), 
 	CONSTRAINT uq_acme_repo_todo_task UNIQUE (instant_id, node_id, candidate)
 );
 
