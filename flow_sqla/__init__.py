@@ -17,6 +17,7 @@ from flow_sqla.errors import (
     RepositoryError,
     SchemaMismatchError,
     StaleCacheError,
+    TransactionEndedError,
     UnstorableGraphError,
     UnstorableValueError,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "SqlStateRepository",
     "StaleCacheError",
     "TaskHistoryRecorder",
+    "TransactionEndedError",
     "UnstorableGraphError",
     "UnstorableValueError",
     "is_retryable",

@@ -43,6 +43,14 @@ def context_keys(name: str, value: Iterable[str] | None) -> frozenset[str] | Non
     return keys
 
 
+def whole_number(name: str, value: object) -> int:
+    """A count option (``attempts``, ``batch_size``): an ``int``, never a ``bool``, a float
+    or text (its range is the caller's to check, with a ``ValueError``)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    return value
+
+
 def callable_or_none(name: str, value: object) -> Callable[..., Any] | None:
     """A hook option (``auditor``)."""
     if value is not None and not callable(value):
@@ -50,4 +58,4 @@ def callable_or_none(name: str, value: object) -> Callable[..., Any] | None:
     return value
 
 
-__all__ = ["callable_or_none", "context_keys", "flag", "optional"]
+__all__ = ["callable_or_none", "context_keys", "flag", "optional", "whole_number"]

@@ -175,6 +175,19 @@ class MigrationLockError(RepositoryError):
         )
 
 
+class TransactionEndedError(FlowError, RuntimeError):
+    """The ``fn`` given to :func:`~flow_sqla.run_in_transaction` ended the unit's transaction
+    itself (``conn.commit()``, ``conn.rollback()``, ``conn.close()``). What it committed is
+    kept, so the unit is never run again after it; the helper commits, ``fn`` must not."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"fn {detail} ended the unit's transaction itself (conn.commit(), conn.rollback() "
+            "or conn.close()): what it committed is kept, and the unit is not run again. "
+            "Leave the COMMIT to run_in_transaction."
+        )
+
+
 class InvalidArgumentError(FlowError, ValueError):
     """An argument of a query is out of range (a page ``limit`` below 1, a non-integer
     keyset id); names the argument and the value."""

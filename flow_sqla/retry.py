@@ -10,19 +10,21 @@ retry is the whole transaction, which is what :func:`run_in_transaction` does. S
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, Transaction
 
 from flow.errors import FlowError
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import is_conflict, is_driver_error
+from flow_sqla._options import callable_or_none, flag, whole_number
 from flow_sqla._translate import Translating, commit, translate
-from flow_sqla.errors import CommitOutcomeUnknownError
+from flow_sqla.errors import CommitOutcomeUnknownError, TransactionEndedError
 
 T = TypeVar("T")
 
@@ -42,14 +44,15 @@ def is_retryable(exc: BaseException) -> bool:
     40P01 and 55P03, SQLite's "database is locked" — raised raw by the driver (mysqlclient,
     PyMySQL, psycopg 2/3, sqlite3), wrapped by SQLAlchemy (``exc.orig``) or chained as the
     ``__cause__`` of any exception. False for :class:`~flow_sqla.errors.CommitOutcomeUnknownError`
-    (the unit may have committed: re-run it only if that is safe), for a lost connection and for
-    everything else.
+    (the unit may have committed: re-run it only if that is safe), for
+    :class:`~flow_sqla.errors.TransactionEndedError` (``fn`` committed on its own), for a lost
+    connection and for everything else.
     """
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, CommitOutcomeUnknownError):
+        if isinstance(current, CommitOutcomeUnknownError | TransactionEndedError):
             return False
         if isinstance(current, ConcurrentSubmitError):
             return True
@@ -90,11 +93,14 @@ def run_in_transaction(
     ``COMMIT`` (and ``fn`` is not idempotent, or no later attempt completed — the node may
     still be down: the earlier ``COMMIT`` may have succeeded),
     :class:`~flow_sqla.errors.RepositoryError` for any other database error (in each case with
-    the cause chained), whatever ``fn`` raised itself otherwise (after the rollback), and
-    ``ValueError`` when ``attempts`` is below 1.
+    the cause chained), whatever ``fn`` raised itself otherwise (after the rollback),
+    :class:`~flow_sqla.errors.TransactionEndedError` when ``fn`` committed, rolled back or
+    closed the transaction itself (never run again: what it committed is kept), ``TypeError``
+    for an argument of the wrong type (``bind`` not an ``Engine``, a generator or ``async``
+    ``fn``, a non-bool ``idempotent``, ``attempts`` not an ``int``) and ``ValueError`` when
+    ``attempts`` is below 1 — these two before anything runs.
     """
-    if attempts < 1:
-        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    _check_arguments(bind, fn, attempts, idempotent, on_retry)
     # Once a COMMIT's outcome is unknown, only an attempt that completes settles it: a later
     # one that fails any other way (the node is still down) leaves it unknown.
     unknown: CommitOutcomeUnknownError | None = None
@@ -121,7 +127,7 @@ def run_in_transaction(
                 ) from error
             last = error
         if on_retry is not None:
-            on_retry(attempt, last)
+            _call_hook(on_retry, attempt, last)
         _sleep(backoff(attempt))
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -143,12 +149,65 @@ def backoff(attempt: int) -> float:
     return random.uniform(0.0, min(MAX_DELAY, BASE_DELAY * 2**attempt))
 
 
+def _check_arguments(
+    bind: object, fn: object, attempts: object, idempotent: object, on_retry: object
+) -> None:
+    """Refuse, before anything runs, what would otherwise misbehave later: a URL or a
+    ``Connection`` for ``bind`` (a unit needs a pool to take a new connection from per
+    attempt), a ``fn`` whose body a call does not run (a generator or ``async`` function: the
+    empty transaction would commit), a truthy non-bool ``idempotent`` (taken for ``True``, it
+    would re-run a unit whose ``COMMIT`` may have succeeded), a hook that cannot be called."""
+    if not isinstance(bind, Engine):
+        raise TypeError(
+            f"bind must be an Engine (sqlalchemy.create_engine(url)), not {type(bind).__name__}"
+        )
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+    if _is_deferred_function(fn):
+        raise TypeError(
+            "fn must do its work when called: a generator or async function returns before "
+            "its body runs, so the unit would commit nothing"
+        )
+    if whole_number("attempts", attempts) < 1:
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    flag("idempotent", idempotent)
+    callable_or_none("on_retry", on_retry)
+
+
+def _is_deferred_function(fn: object) -> bool:
+    """Whether calling ``fn`` returns before its body runs (``functools.partial`` unwrapped)."""
+    return (
+        inspect.isgeneratorfunction(fn)
+        or inspect.iscoroutinefunction(fn)
+        or inspect.isasyncgenfunction(fn)
+    )
+
+
+def _call_hook(on_retry: Callable[[int, FlowError], None], attempt: int, error: FlowError) -> None:
+    """``on_retry(attempt, error)``; an exception it raises is what the caller gets, with the
+    conflict it was told about as its context."""
+    try:
+        on_retry(attempt, error)
+    except BaseException as exc:
+        if exc.__context__ is None and exc is not error:
+            exc.__context__ = error
+        raise
+
+
 def _run_once(bind: Engine, fn: Callable[[Connection], T]) -> T:
     """One attempt: every SQLAlchemy or driver error becomes a library error."""
     guard = Translating(None, None)
     try:
         with guard, bind.connect() as conn, conn.begin() as trans:
-            result = fn(conn)
+            try:
+                result = fn(conn)
+            except BaseException as exc:
+                if _ended_by_fn(conn, trans):
+                    raise TransactionEndedError("raised after it had") from exc
+                raise
+            if _ended_by_fn(conn, trans):
+                raise TransactionEndedError("returned after it had")
+            _check_result(result)
             guard.committing = True
             commit(conn, trans)
     except Exception as exc:
@@ -156,6 +215,26 @@ def _run_once(bind: Engine, fn: Callable[[Connection], T]) -> T:
             raise translate(None, exc, None, at_commit=guard.committing) from exc
         raise
     return result
+
+
+def _ended_by_fn(conn: Connection, trans: Transaction) -> bool:
+    """Whether the unit's transaction is no longer the connection's, with the connection
+    still valid: ``fn`` committed, rolled back or closed it (a lost connection invalidates
+    the connection instead — the server rolled the transaction back, nothing was kept)."""
+    return not trans.is_active and not conn.invalidated
+
+
+def _check_result(result: object) -> None:
+    """Refuse a result that is work not done yet (a callable object returning a coroutine
+    or a generator): raised inside the transaction, which then rolls back."""
+    if inspect.isawaitable(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
+        close = getattr(result, "close", None)
+        if callable(close) and not inspect.isasyncgen(result):
+            close()  # no "never awaited" warning
+        raise TypeError(
+            f"fn returned a {type(result).__name__}: its work is not done when the unit "
+            "commits; call a function that does the work"
+        )
 
 
 __all__ = ["is_retryable", "run_in_transaction"]

@@ -17,6 +17,7 @@ from flow.workflow import ConcurrentSubmitError
 from flow_sqla import (
     CommitOutcomeUnknownError,
     RepositoryError,
+    TransactionEndedError,
     is_retryable,
     run_in_transaction,
 )
@@ -301,6 +302,115 @@ def test_an_unknown_commit_outcome_stays_unknown_when_no_rerun_completes(
 def test_attempts_below_one_are_refused(engine: sa.Engine, attempts: int) -> None:
     with pytest.raises(ValueError, match="attempts must be at least 1"):
         run_in_transaction(engine, lambda conn: None, attempts=attempts)
+
+
+def _insert_then_commit(conn: sa.Connection) -> str:
+    conn.exec_driver_sql("INSERT INTO t (v) VALUES ('paid')")
+    conn.commit()  # "commits its own work": the helper can no longer roll the unit back
+    return "paid"
+
+
+def _insert_then_roll_back(conn: sa.Connection) -> str:
+    conn.exec_driver_sql("INSERT INTO t (v) VALUES ('paid')")
+    conn.rollback()
+    return "paid"
+
+
+@pytest.mark.parametrize("fn", [_insert_then_commit, _insert_then_roll_back])
+def test_fn_that_ends_the_transaction_itself_gets_a_usage_error_and_is_not_rerun(
+    engine: sa.Engine, delays: list[float], fn: Any
+) -> None:
+    """Not a "database error" after a commit that happened (a caller repeating the unit on
+    RepositoryError would pay twice), and never retried."""
+    with pytest.raises(TransactionEndedError, match="ended the unit's transaction itself"):
+        run_in_transaction(engine, fn, attempts=3)
+    assert rows(engine) == (["paid"] if fn is _insert_then_commit else [])
+    assert delays == []
+
+
+def test_a_conflict_after_fn_committed_itself_is_not_retried(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    calls: list[int] = []
+
+    def fn(conn: sa.Connection) -> str:
+        calls.append(1)
+        _insert_then_commit(conn)
+        raise ConcurrentSubmitError("i-1", "lost to a concurrent transaction")
+
+    with pytest.raises(TransactionEndedError) as raised:
+        run_in_transaction(engine, fn, attempts=3)
+    assert isinstance(raised.value.__cause__, ConcurrentSubmitError)
+    assert not is_retryable(raised.value)
+    assert len(calls) == 1 and rows(engine) == ["paid"] and delays == []
+
+
+def _generator_fn(conn: sa.Connection) -> Iterator[str]:
+    conn.exec_driver_sql("INSERT INTO t (v) VALUES ('a')")
+    yield "done"
+
+
+async def _async_fn(conn: sa.Connection) -> str:
+    conn.exec_driver_sql("INSERT INTO t (v) VALUES ('a')")
+    return "done"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "named"),
+    [
+        ({"fn": _generator_fn}, TypeError, "generator or async function"),
+        ({"fn": _async_fn}, TypeError, "generator or async function"),
+        ({"fn": None}, TypeError, "fn must be callable"),
+        ({"bind": "sqlite://"}, TypeError, "bind must be an Engine"),
+        ({"bind": None}, TypeError, "bind must be an Engine"),
+        ({"attempts": True}, TypeError, "attempts must be an integer"),
+        ({"attempts": 2.5}, TypeError, "attempts must be an integer"),
+        ({"attempts": "3"}, TypeError, "attempts must be an integer"),
+        ({"attempts": None}, TypeError, "attempts must be an integer"),
+        ({"idempotent": "no"}, TypeError, "idempotent must be True or False"),
+        ({"idempotent": 1}, TypeError, "idempotent must be True or False"),
+        ({"on_retry": 5}, TypeError, "on_retry must be callable"),
+    ],
+    ids=repr,
+)
+def test_wrong_arguments_are_refused_before_anything_runs(
+    engine: sa.Engine, delays: list[float], arguments: dict[str, Any], error: type, named: str
+) -> None:
+    """A generator's or coroutine's body never ran: the empty unit committed and the object
+    came back as if the work were done; ``idempotent="no"`` re-ran a unit whose COMMIT may
+    have succeeded; the rest failed later, naming nothing."""
+    call: dict[str, Any] = {"bind": engine, "fn": lambda conn: "ok", **arguments}
+    with pytest.raises(error, match=named):
+        run_in_transaction(call.pop("bind"), call.pop("fn"), **call)
+    assert rows(engine) == [] and delays == []
+
+
+def test_a_result_that_is_work_not_done_is_refused_and_rolled_back(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    def fn(conn: sa.Connection) -> Any:
+        conn.exec_driver_sql("INSERT INTO t (v) VALUES ('a')")
+        return _async_fn(conn)  # a callable whose result is a coroutine
+
+    with pytest.raises(TypeError, match="fn returned a coroutine"):
+        run_in_transaction(engine, fn)
+    assert rows(engine) == []
+
+
+def test_an_on_retry_hook_that_raises_keeps_the_conflict_as_its_context(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    conflict = ConcurrentSubmitError("i-1", "lost")
+
+    def fn(conn: sa.Connection) -> None:
+        raise conflict
+
+    def hook(attempt: int, error: Exception) -> None:
+        raise RuntimeError("metrics down")
+
+    with pytest.raises(RuntimeError, match="metrics down") as raised:
+        run_in_transaction(engine, fn, on_retry=hook)
+    assert raised.value.__context__ is conflict
 
 
 def test_backoff_grows_and_is_capped() -> None:
