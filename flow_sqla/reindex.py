@@ -25,6 +25,7 @@ from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.errors import ConcurrentSubmitError, GraphMismatchError
 from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
+from flow_sqla._options import callable_or_none, flag, whole_number
 from flow_sqla._reads import read_time
 from flow_sqla._rows import holds_nothing, parse_index
 from flow_sqla._todo import TodoTable
@@ -88,10 +89,18 @@ def reindex(
     it rolls the batch back — a lock conflict then runs the batch again, up to
     ``BATCH_ATTEMPTS`` times in all, before it is raised.
     """
-    if isinstance(batch_size, bool) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+    if not 1 <= whole_number("batch_size", batch_size) <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
-    if isinstance(after, bool) or not 0 <= after <= MAX_CURSOR:
+    if not 0 <= whole_number("after", after) <= MAX_CURSOR:
         raise ValueError(f"after must be a row id (0 to {MAX_CURSOR}), got {after!r}")
+    # Checked before the first batch commits: a wrong hook would fail only after it.
+    flag("everything", everything)
+    for name, hook in (
+        ("progress", progress),
+        ("checkpoint", checkpoint),
+        ("on_bad_row", on_bad_row),
+    ):
+        callable_or_none(name, hook)
     db = engine_for(bind)
     tables = tables or FlowTables()
     executor = sql_workflow(db, engine, state_controller=state_controller, tables=tables)

@@ -1390,6 +1390,32 @@ def test_reindex_refuses_a_batch_size_or_start_out_of_range(db: sa.Engine) -> No
             reindex(db, flow_engine_oa(), state_controller=controller_oa(), **bad)
 
 
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ({"everything": "no"}, "everything must be True or False"),
+        ({"batch_size": "500"}, "batch_size must be an integer"),
+        ({"batch_size": 2.5}, "batch_size must be an integer"),
+        ({"batch_size": None}, "batch_size must be an integer"),
+        ({"after": "3"}, "after must be an integer"),
+        ({"after": 1.5}, "after must be an integer"),
+        ({"progress": 5}, "progress must be callable"),
+        ({"checkpoint": 5}, "checkpoint must be callable"),
+        ({"on_bad_row": 5}, "on_bad_row must be callable"),
+    ],
+    ids=repr,
+)
+def test_reindex_refuses_arguments_of_the_wrong_type_before_any_batch(
+    db: sa.Engine, bad: dict[str, Any], named: str
+) -> None:
+    """``everything="no"`` ran the full pass; the others failed naming nothing, or (a hook)
+    only after the first batch had committed."""
+    approve(executor(db, index=False), "w-1", "employee", amount=1)
+    with pytest.raises(TypeError, match=named):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), **{"batch_size": 1, **bad})
+    assert executor(db, index=True).status("w-1") is None  # not indexed
+
+
 def test_a_todo_row_id_is_never_handed_out_twice(db: sa.Engine) -> None:
     """Ids are the inbox's cursors: a task closed and opened again is a new item after any
     cursor handed out before (SQLite gave a new row the id of the newest one deleted)."""
