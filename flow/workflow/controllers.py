@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flow.node_type import NodeType
+from flow.workflow.errors import InvalidArgumentTypeError, InvalidQueryError
 
 if TYPE_CHECKING:
     from flow.context import FlowContext
@@ -44,15 +46,47 @@ ANYONE = "*"
 
 
 def candidates_of(controller: object, node: Node) -> tuple[str, ...]:
-    """``controller.candidates(node)``, or ``("*",)`` when the controller has no such method."""
+    """``controller.candidates(node)``, or ``("*",)`` when the controller has no such method.
+
+    Raises :class:`~flow.workflow.errors.InvalidArgumentTypeError` naming the node when the
+    answer is not a collection: one string would be taken letter by letter (a task stored
+    for ``"a"``, ``"c"``, ... — in the inbox of whoever is named by one letter)."""
     method = getattr(controller, "candidates", None)
-    return (ANYONE,) if method is None else tuple(method(node))
+    if method is None:
+        return (ANYONE,)
+    answer = method(node)
+    if not _is_collection(answer):
+        raise InvalidArgumentTypeError(
+            f"{type(controller).__name__}.candidates() of node {node.graph.id}:{node.id}",
+            answer,
+            "a tuple or list of strings",
+        )
+    return tuple(answer)
 
 
 def identities_of(controller: object, ctx: FlowContext) -> tuple[str, ...]:
-    """``controller.identities(ctx)``, or ``("*",)`` when the controller has no such method."""
+    """``controller.identities(ctx)``, or ``("*",)`` when the controller has no such method.
+
+    Raises :class:`~flow.workflow.errors.InvalidQueryError` when the answer is not a
+    collection (one string would be matched letter by letter: an empty inbox)."""
     method = getattr(controller, "identities", None)
-    return (ANYONE,) if method is None else tuple(method(ctx))
+    if method is None:
+        return (ANYONE,)
+    answer = method(ctx)
+    if not _is_collection(answer):
+        raise InvalidQueryError(
+            f"{type(controller).__name__}.identities(ctx) must return a tuple or list of "
+            f"strings, not {type(answer).__name__}"
+        )
+    return tuple(answer)
+
+
+def _is_collection(answer: object) -> bool:
+    """A tuple, list, set or other iterable — not text, bytes or a mapping (whose keys alone
+    would be taken)."""
+    return isinstance(answer, Iterable) and not isinstance(
+        answer, str | bytes | bytearray | Mapping
+    )
 
 
 class BlockStateController:

@@ -21,6 +21,7 @@ from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
 from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
 from flow.errors import GraphNotFoundError, NodeNotFoundError
+from flow.graph import Node
 from flow.workflow import (
     MAX_CURSOR,
     MAX_IDENTITIES,
@@ -520,6 +521,42 @@ def test_inbox_identities_are_strings_and_at_most_max_identities_distinct() -> N
     ex.state_controller = _Identities((*many, "role:boss", "role:one-more"))
     with pytest.raises(InvalidQueryError, match=f"at most {MAX_IDENTITIES}"):
         ex.inbox(ask)
+
+
+@pytest.mark.parametrize("answer", ["role:boss", b"role:boss", None, 5, {"role:boss": 1}])
+def test_identities_that_are_not_a_collection_are_refused(answer: Any) -> None:
+    """One string was matched letter by letter (an empty inbox), ``None`` failed with a bare
+    ``TypeError``."""
+    ex = WorkflowExecutor(flow_engine(), controller())
+    _approve(ex, "x", actor="alice")
+    ex.state_controller = _Identities(answer)
+    with pytest.raises(InvalidQueryError, match=r"_Identities\.identities\(ctx\) must return"):
+        ex.inbox(_ctx("x"))
+
+
+class _Candidates(ActorStateController):
+    """A controller whose candidates are the answer given, for every node."""
+
+    def __init__(self, answer: Any) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def candidates(self, node: Node) -> tuple[str, ...]:
+        return self.answer  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("answer", ["actor:bob", b"actor:bob", None, 5, {"actor:bob": 1}])
+def test_candidates_that_are_not_a_collection_are_refused_with_nothing_written(
+    answer: Any,
+) -> None:
+    """One string made one task per letter: the task in the inbox of whoever one letter
+    names, never in the candidate's."""
+    repository = InMemoryStateRepository()
+    ex = WorkflowExecutor(flow_engine(), _Candidates(answer), repository)
+    with pytest.raises(InvalidArgumentTypeError, match=r"candidates\(\) of node excl:"):
+        ex.claim_task("excl", _ctx("x", actor="alice"))
+    assert ex.status("x") is None
+    assert ex.inbox(_ctx("y", actor="alice")) == []
 
 
 @pytest.mark.parametrize("bad", [None, {"actor": "alice"}, "x"])
