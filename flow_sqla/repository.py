@@ -251,6 +251,10 @@ class _DeferredClaim:
         self.write = write
         self.thread = threading.get_ident()
 
+    @property
+    def table_schema(self) -> str | None:
+        return self.owner.tables.repository.schema
+
     def run(self, conn: Connection) -> None:
         """Send the write alone — never to another schema than the claim's (it is settled
         before the connection's options change; a connection that changed them anyway drops
@@ -1162,9 +1166,11 @@ class SqlStateRepository:
         """Forget what this process remembers about ``instance_id`` (cached row, row known to
         exist, rows held in callers' transactions), e.g. before or after the row is changed
         or deleted behind the library's back. A claim of that instance whose write is still
-        deferred in a caller's transaction (persistence.md §3) by this thread is dropped
-        unsent — pass that transaction's ``connection`` to send it first instead. (Claims
-        other threads' transactions deferred stay: they hold the row lock.)"""
+        deferred in a caller's transaction (persistence.md §3) by this thread, for this
+        repository's table, is dropped unsent — pass that transaction's ``connection`` to
+        send it first instead. (Claims other threads deferred stay: without the connection,
+        another transaction's, which holds the row lock, cannot be told from one of yours
+        run on a pool thread — an async app passes ``connection``.)"""
         thread: int | None = threading.get_ident()
         if isinstance(connection, Connection):
             with self._translating(instance_id):
@@ -1173,7 +1179,11 @@ class SqlStateRepository:
         self._known.pop(instance_id)
         if self._cache is not None:
             self._cache.pop(instance_id)
-        HELD.drop(self._held_key(instance_id), pending_of_thread=thread)
+        HELD.drop(
+            self._held_key(instance_id),
+            table_schema=self.tables.repository.schema,
+            pending_of_thread=thread,
+        )
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

@@ -327,3 +327,38 @@ def test_a_claim_before_a_schema_map_switch_lands_in_its_own_tenant_s_table(
         assert [(t.node_id, t.state) for t in ex.open_tasks("sw-2")] == [
             ("manager", TaskState.WAITING)
         ]
+
+
+def test_evict_on_another_tenant_s_repository_keeps_this_tenant_s_claim(
+    db: sa.Engine,
+) -> None:
+    """Per-tenant executors (``FlowTables(schema=...)``) in one transaction: tenant B's
+    ``evict`` of an id says B's row changed, not A's row of the same id — A's claim waiting
+    for its submit must still be written (it was dropped: the submit returned False, or the
+    claim alone committed a blank row that no inbox lists)."""
+    default_schema = "public" if db.dialect.name == "postgresql" else db.url.database
+    with _tenant_schema(db) as tenant_schema:
+        tenant_a, tenant_b = (
+            sql_workflow(
+                db,
+                flow_engine(),
+                state_controller=ActorStateController(),
+                tables=FlowTables(schema=schema),
+                index=True,
+            )
+            for schema in (default_schema, tenant_schema)
+        )
+        for instance_id in ("ev-1", "ev-2"):
+            assert approve(tenant_a, instance_id, "employee", amount=10)
+        with db.begin() as conn:
+            c = ctx("ev-1", "manager", conn)
+            task = tenant_a.claim_task("oa", c)
+            tenant_b.state_repository.evict("ev-1")  # type: ignore[attr-defined]
+            assert tenant_a.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+        with db.begin() as conn:
+            assert tenant_a.claim_task("oa", ctx("ev-2", "manager", conn)) is not None
+            tenant_b.state_repository.evict("ev-2")  # type: ignore[attr-defined]
+        assert [(t.node_id, t.state) for t in tenant_a.open_tasks("ev-2")] == [
+            ("manager", TaskState.WAITING)
+        ]
+        assert tenant_a.status("ev-1") is not None
