@@ -230,3 +230,32 @@ def test_cross_node_race_of_library_owned_units_gives_typed_errors(
             others
         )
         assert history_count(nodes[0], instance_id, "manager") == 1
+
+
+# -- causal reads ---------------------------------------------------------------------------
+CAUSAL_ROUNDS = 150
+
+
+def test_with_sync_wait_5_the_next_request_on_another_node_sees_the_last_commit(
+    nodes: list[sa.Engine], galera_urls: list[str]
+) -> None:
+    """docs/scaling.md: ``wsrep_sync_wait = 5`` gives read-your-writes across nodes. The
+    manager's claim commits on node 1, their next request approves on node 2 — in a process
+    that has not met the instance, whose operation begins with an insert-if-absent of the row,
+    which ``wsrep_sync_wait = 1`` (reads only) does not hold back: there, some of these
+    approvals found no task waiting (about 2 in 100) although nobody had decided it."""
+    causal = sa.create_engine(
+        galera_urls[1], connect_args={"init_command": "SET SESSION wsrep_sync_wait = 5"}
+    )
+    try:
+        first = executor(nodes[0])
+        missed = []
+        for n in range(CAUSAL_ROUNDS):
+            instance_id = f"causal-{n}"
+            assert approve(first, instance_id, "employee")
+            assert first.claim_task("oa", ctx(instance_id, "manager")) is not None
+            if not approve(executor(causal), instance_id, "manager"):
+                missed.append(instance_id)
+        assert missed == []
+    finally:
+        causal.dispose()
