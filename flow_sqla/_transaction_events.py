@@ -40,7 +40,7 @@ from sqlalchemy.engine import Connection, Engine
 from flow_sqla._dialect import ends_transaction, is_lock_timeout, rolls_back_on_lock_timeout
 from flow_sqla._held import HELD
 
-__all__ = ["watch"]
+__all__ = ["UnitCommits", "track_unit", "untrack_unit", "watch", "watch_units"]
 
 _WATCHED: weakref.WeakSet[Engine] = weakref.WeakSet()
 _LOCK = threading.Lock()
@@ -62,6 +62,50 @@ def watch(engine: Engine) -> None:
         event.listen(engine, "rollback", _on_rollback)
         event.listen(engine, "handle_error", _on_error)
         _WATCHED.add(engine)
+
+
+class UnitCommits:
+    """Whether the transaction of a ``run_in_transaction`` unit was committed while its
+    ``fn`` ran (``conn.commit()``, the root transaction's ``commit()``): the helper must then
+    never run the unit again — that work is kept. A rollback by ``fn`` (an ORM ``Session``
+    joined to the connection rolls it back on an error) leaves nothing to protect."""
+
+    __slots__ = ("committed",)
+
+    def __init__(self) -> None:
+        self.committed = False
+
+
+#: The units whose ``fn`` runs now, by their connection.
+_UNITS: weakref.WeakKeyDictionary[Connection, UnitCommits] = weakref.WeakKeyDictionary()
+_WATCHED_FOR_UNITS: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def watch_units(engine: Engine) -> None:
+    """Listen to ``engine``'s commits for :func:`track_unit` (once per engine object). Not a
+    statement listener: the library's statements keep the driver-level path."""
+    if engine in _WATCHED_FOR_UNITS:
+        return
+    with _LOCK:
+        if engine not in _WATCHED_FOR_UNITS:
+            event.listen(engine, "commit", _note_unit_commit)
+            _WATCHED_FOR_UNITS.add(engine)
+
+
+def track_unit(conn: Connection) -> UnitCommits:
+    """Start noting whether ``conn``'s transaction is committed (until :func:`untrack_unit`)."""
+    unit = _UNITS[conn] = UnitCommits()
+    return unit
+
+
+def untrack_unit(conn: Connection) -> None:
+    _UNITS.pop(conn, None)
+
+
+def _note_unit_commit(conn: Connection) -> None:
+    unit = _UNITS.get(conn)
+    if unit is not None:
+        unit.committed = True
 
 
 def _before_commit(conn: Connection) -> None:

@@ -177,14 +177,14 @@ class MigrationLockError(RepositoryError):
 
 class TransactionEndedError(FlowError, RuntimeError):
     """The ``fn`` given to :func:`~flow_sqla.run_in_transaction` ended the unit's transaction
-    itself (``conn.commit()``, ``conn.rollback()``, ``conn.close()``). What it committed is
-    kept, so the unit is never run again after it; the helper commits, ``fn`` must not."""
+    itself: committed it (``conn.commit()``) — what it committed is kept, so the unit is never
+    run again after it — or rolled it back or closed it and then returned as if its work
+    were done. The helper commits; ``fn`` must not."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(
-            f"fn {detail} ended the unit's transaction itself (conn.commit(), conn.rollback() "
-            "or conn.close()): what it committed is kept, and the unit is not run again. "
-            "Leave the COMMIT to run_in_transaction."
+            f"fn {detail}: the unit is not run again. Leave the COMMIT to run_in_transaction "
+            "(an error raised after a rollback of fn's own is fn's error, retried as any other)"
         )
 
 

@@ -23,6 +23,7 @@ from flow.errors import FlowError
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import is_conflict, is_driver_error
 from flow_sqla._options import callable_or_none, flag, whole_number
+from flow_sqla._transaction_events import track_unit, untrack_unit, watch_units
 from flow_sqla._translate import Translating, commit, translate
 from flow_sqla.errors import CommitOutcomeUnknownError, TransactionEndedError
 
@@ -197,17 +198,10 @@ def _call_hook(on_retry: Callable[[int, FlowError], None], attempt: int, error: 
 def _run_once(bind: Engine, fn: Callable[[Connection], T]) -> T:
     """One attempt: every SQLAlchemy or driver error becomes a library error."""
     guard = Translating(None, None)
+    watch_units(bind)
     try:
         with guard, bind.connect() as conn, conn.begin() as trans:
-            try:
-                result = fn(conn)
-            except BaseException as exc:
-                if _ended_by_fn(conn, trans):
-                    raise TransactionEndedError("raised after it had") from exc
-                raise
-            if _ended_by_fn(conn, trans):
-                raise TransactionEndedError("returned after it had")
-            _check_result(result)
+            result = _call_fn(fn, conn, trans)
             guard.committing = True
             commit(conn, trans)
     except Exception as exc:
@@ -217,19 +211,41 @@ def _run_once(bind: Engine, fn: Callable[[Connection], T]) -> T:
     return result
 
 
-def _ended_by_fn(conn: Connection, trans: Transaction) -> bool:
-    """Whether the unit's transaction is no longer the connection's, with the connection
-    still valid: ``fn`` committed, rolled back or closed it (a lost connection invalidates
-    the connection instead — the server rolled the transaction back, nothing was kept)."""
-    return not trans.is_active and not conn.invalidated
+def _call_fn(fn: Callable[[Connection], T], conn: Connection, trans: Transaction) -> T:
+    """``fn(conn)``, refusing a unit whose transaction ``fn`` ended itself: committed (its
+    error, if it raised one, is chained — a conflict after that commit must not run the unit
+    again), or rolled back or closed and then returned as if its work were done. An error
+    raised after ``fn`` rolled back (an ORM ``Session`` joined to ``conn`` does on an error)
+    is ``fn``'s own, retried as any other. A lost connection is not ``fn``'s doing."""
+    unit = track_unit(conn)
+    try:
+        try:
+            result = fn(conn)
+        except Exception as exc:
+            if unit.committed:
+                raise TransactionEndedError(
+                    "committed the unit's transaction, then raised"
+                ) from exc
+            raise
+        if unit.committed:
+            raise TransactionEndedError("committed the unit's transaction itself")
+        if not trans.is_active and not conn.invalidated:
+            raise TransactionEndedError(
+                "rolled back or closed the unit's transaction, then returned (nothing of its "
+                "work is stored)"
+            )
+    finally:
+        untrack_unit(conn)
+    _check_result(result)
+    return result
 
 
 def _check_result(result: object) -> None:
-    """Refuse a result that is work not done yet (a callable object returning a coroutine
-    or a generator): raised inside the transaction, which then rolls back."""
-    if inspect.isawaitable(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
+    """Refuse a result that is work not done yet (a callable object returning a coroutine):
+    raised inside the transaction, which then rolls back."""
+    if inspect.isawaitable(result):
         close = getattr(result, "close", None)
-        if callable(close) and not inspect.isasyncgen(result):
+        if callable(close):
             close()  # no "never awaited" warning
         raise TypeError(
             f"fn returned a {type(result).__name__}: its work is not done when the unit "

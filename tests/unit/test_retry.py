@@ -12,6 +12,7 @@ import psycopg
 import pymysql
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from flow.workflow import ConcurrentSubmitError
 from flow_sqla import (
@@ -316,13 +317,16 @@ def _insert_then_roll_back(conn: sa.Connection) -> str:
     return "paid"
 
 
-@pytest.mark.parametrize("fn", [_insert_then_commit, _insert_then_roll_back])
-def test_fn_that_ends_the_transaction_itself_gets_a_usage_error_and_is_not_rerun(
-    engine: sa.Engine, delays: list[float], fn: Any
+@pytest.mark.parametrize(
+    ("fn", "said"),
+    [(_insert_then_commit, "committed the unit's"), (_insert_then_roll_back, "rolled back")],
+)
+def test_fn_that_ends_the_transaction_and_returns_gets_a_usage_error_and_is_not_rerun(
+    engine: sa.Engine, delays: list[float], fn: Any, said: str
 ) -> None:
     """Not a "database error" after a commit that happened (a caller repeating the unit on
     RepositoryError would pay twice), and never retried."""
-    with pytest.raises(TransactionEndedError, match="ended the unit's transaction itself"):
+    with pytest.raises(TransactionEndedError, match=said):
         run_in_transaction(engine, fn, attempts=3)
     assert rows(engine) == (["paid"] if fn is _insert_then_commit else [])
     assert delays == []
@@ -395,6 +399,63 @@ def test_a_result_that_is_work_not_done_is_refused_and_rolled_back(
     with pytest.raises(TypeError, match="fn returned a coroutine"):
         run_in_transaction(engine, fn)
     assert rows(engine) == []
+
+
+def test_a_generator_over_rows_already_read_is_a_result_like_any_other(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    def fn(conn: sa.Connection) -> Iterator[str]:
+        conn.exec_driver_sql("INSERT INTO t (v) VALUES ('y')")
+        read = conn.exec_driver_sql("SELECT v FROM t").all()
+        return (v for (v,) in read)
+
+    assert list(run_in_transaction(engine, fn)) == ["y"]
+    assert rows(engine) == ["y"]
+
+
+def test_an_error_after_a_rollback_of_fn_s_own_is_fn_s_error_and_retried(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    """An ORM Session joined to the connection rolls the unit's transaction back on an
+    error; so does a fn that cleans up and re-raises: nothing is kept, the conflict is
+    retried, any other error is fn's own."""
+    calls: list[int] = []
+
+    def fn(conn: sa.Connection) -> str:
+        calls.append(1)
+        try:
+            with Session(bind=conn) as session, session.begin():
+                session.execute(sa.text("INSERT INTO t (v) VALUES ('a')"))
+                if len(calls) < 3:
+                    raise ConcurrentSubmitError("i-1", "lost to a concurrent transaction")
+        except ConcurrentSubmitError:
+            conn.rollback()
+            raise
+        return "done"
+
+    assert run_in_transaction(engine, fn) == "done"
+    assert len(calls) == 3 and rows(engine) == ["a"] and len(delays) == 2
+
+    class NotFound(Exception):
+        pass
+
+    def missing(conn: sa.Connection) -> None:
+        conn.rollback()
+        raise NotFound("no such order")
+
+    with pytest.raises(NotFound):
+        run_in_transaction(engine, missing)
+
+
+def test_an_interrupt_after_fn_s_own_rollback_is_not_turned_into_an_error(
+    engine: sa.Engine, delays: list[float]
+) -> None:
+    def fn(conn: sa.Connection) -> None:
+        conn.rollback()
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_in_transaction(engine, fn)
 
 
 def test_an_on_retry_hook_that_raises_keeps_the_conflict_as_its_context(
