@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flow.node_type import NodeType
@@ -82,11 +82,15 @@ def identities_of(controller: object, ctx: FlowContext) -> tuple[str, ...]:
 
 
 def _is_collection(answer: object) -> bool:
-    """A tuple, list, set or other iterable — not text, bytes or a mapping (whose keys alone
-    would be taken)."""
-    return isinstance(answer, Iterable) and not isinstance(
-        answer, str | bytes | bytearray | Mapping
-    )
+    """Something to iterate over (a tuple, list, set, generator, a class with only
+    ``__getitem__``) — not text, bytes or a mapping (whose keys alone would be taken)."""
+    if isinstance(answer, str | bytes | bytearray | Mapping):
+        return False
+    try:
+        iter(answer)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
 
 
 class BlockStateController:

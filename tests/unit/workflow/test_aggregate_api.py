@@ -559,6 +559,36 @@ def test_candidates_that_are_not_a_collection_are_refused_with_nothing_written(
     assert ex.inbox(_ctx("y", actor="alice")) == []
 
 
+class _OldStyleSequence:
+    """A sequence with ``__getitem__`` only (iterable, though not an ``Iterable``)."""
+
+    def __init__(self, *items: str) -> None:
+        self.items = items
+
+    def __getitem__(self, index: int) -> str:
+        return self.items[index]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda: ["actor:carol"],
+        lambda: frozenset({"actor:carol"}),
+        lambda: (c for c in ["actor:carol"]),
+        lambda: _OldStyleSequence("actor:carol"),
+    ],
+    ids=["list", "frozenset", "generator", "getitem-only"],
+)
+def test_candidates_may_be_any_collection_of_strings(answer: Callable[[], Any]) -> None:
+    class Fresh(_Candidates):
+        def candidates(self, node: Node) -> Any:
+            return answer()
+
+    ex = WorkflowExecutor(flow_engine(), Fresh(None))
+    assert ex.claim_task("excl", _ctx("x", actor="alice")) is not None
+    assert {t.candidates for t in ex.open_tasks("x")} == {("actor:carol",)}
+
+
 @pytest.mark.parametrize("bad", [None, {"actor": "alice"}, "x"])
 def test_every_operation_refuses_a_context_that_is_not_a_flow_context(
     ex: WorkflowExecutor, bad: Any
