@@ -45,9 +45,9 @@ class DeferredWrite(Protocol):
     def schema(self) -> str | None: ...
 
     @property
-    def table_schema(self) -> str | None:
-        """The schema the owner's tables are configured with (``None``: the default one),
-        whatever the connection's ``schema_translate_map`` made of it."""
+    def resolved_schema(self) -> str | None:
+        """The schema the row is in, by name: :attr:`schema`, else the server's default
+        schema (``None`` when that was unknown)."""
 
     @property
     def owner(self) -> object:
@@ -200,17 +200,19 @@ class HeldRows:
         self,
         key: HeldKey,
         *,
-        table_schema: str | None = None,
+        owner: object = None,
+        resolved_schema: str | None = None,
         pending_of_thread: int | None = None,
     ) -> None:
         """Forget the instance's row of the table (in any schema) on every connection: the
         row was changed behind our back. A write deferred for it is dropped, unsent, only
-        where the caller's thread deferred it (``pending_of_thread``) for that table: that
-        caller's own SQL on the row follows, and must win over a write decided before it;
-        another transaction's claim holds the row lock, so nobody else's SQL can change the
-        row until that transaction ends. The table is the same unless both repositories
-        name different schemas (``table_schema``; ``None`` may be the default schema either
-        names): another tenant's claim of an instance of the same id is kept."""
+        where the caller's thread deferred it (``pending_of_thread``): that caller's own SQL
+        on the row follows, and must win over a write decided before it; another
+        transaction's claim holds the row lock, so nobody else's SQL can change the row
+        until that transaction ends. And only for the same table: deferred by ``owner``
+        (whose connection may have named any tenant's schema), or by another repository
+        whose row is in ``resolved_schema`` too (another tenant's claim of an instance of
+        the same id is kept; an unknown schema may be any)."""
         with self._lock:
             for held in list(self._by_connection.values()):
                 held.rows.pop(key, None)
@@ -220,14 +222,16 @@ class HeldRows:
                     and pending.key == key
                     and pending_of_thread is not None
                     and pending.thread == pending_of_thread
-                    and _same_table_schema(pending.table_schema, table_schema)
+                    and (
+                        pending.owner is owner
+                        or _may_be_same_schema(pending.resolved_schema, resolved_schema)
+                    )
                 ):
                     held.pending = None
 
 
-def _same_table_schema(one: str | None, other: str | None) -> bool:
-    """Whether two configured schemas may name the same table (``None`` is the connection's
-    default schema, which an explicit name may spell too)."""
+def _may_be_same_schema(one: str | None, other: str | None) -> bool:
+    """Whether two schema names may be one schema (``None``: unknown)."""
     return one is None or other is None or one == other
 
 

@@ -240,20 +240,23 @@ class _DeferredClaim:
     follows (one ``UPDATE`` for both) or else sent before the ``COMMIT``
     (:class:`flow_sqla._held.DeferredWrite`)."""
 
-    __slots__ = ("key", "owner", "schema", "thread", "write")
+    __slots__ = ("key", "owner", "resolved_schema", "schema", "thread", "write")
 
     def __init__(
-        self, owner: SqlStateRepository, key: HeldKey, schema: str | None, write: _RowWrite
+        self,
+        owner: SqlStateRepository,
+        key: HeldKey,
+        schema: str | None,
+        write: _RowWrite,
+        conn: Connection,
     ) -> None:
         self.owner = owner
         self.key = key
         self.schema = schema
+        #: The schema the row is in, by name (``None``: the server's default was unknown).
+        self.resolved_schema = schema if schema is not None else conn.dialect.default_schema_name
         self.write = write
         self.thread = threading.get_ident()
-
-    @property
-    def table_schema(self) -> str | None:
-        return self.owner.tables.repository.schema
 
     def run(self, conn: Connection) -> None:
         """Send the write alone — never to another schema than the claim's (it is settled
@@ -472,7 +475,7 @@ class SqlStateRepository:
         submit that usually follows in the caller's transaction, or — when it cannot be
         kept — send it now."""
         watch(op.conn.engine)
-        if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write)):
+        if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write, op.conn)):
             conn, pending = op.conn, op.pending
             done = None if pending is None else (lambda: HELD.done(conn, pending))
             self._write(conn, write, row_sent=done)
@@ -1166,9 +1169,10 @@ class SqlStateRepository:
         """Forget what this process remembers about ``instance_id`` (cached row, row known to
         exist, rows held in callers' transactions), e.g. before or after the row is changed
         or deleted behind the library's back. A claim of that instance whose write is still
-        deferred in a caller's transaction (persistence.md §3) by this thread, for this
-        repository's table, is dropped unsent — pass that transaction's ``connection`` to
-        send it first instead. (Claims other threads deferred stay: without the connection,
+        deferred in a caller's transaction (persistence.md §3) by this thread — by this
+        repository, or by another one whose table is in the same schema — is dropped
+        unsent; pass that transaction's ``connection`` to send it first instead. (Claims
+        other threads deferred stay: without the connection,
         another transaction's, which holds the row lock, cannot be told from one of yours
         run on a pool thread — an async app passes ``connection``.)"""
         thread: int | None = threading.get_ident()
@@ -1181,9 +1185,19 @@ class SqlStateRepository:
             self._cache.pop(instance_id)
         HELD.drop(
             self._held_key(instance_id),
-            table_schema=self.tables.repository.schema,
+            owner=self,
+            resolved_schema=self._schema_without_connection(),
             pending_of_thread=thread,
         )
+
+    def _schema_without_connection(self) -> str | None:
+        """The schema this repository's table is in, as its engine's ``schema_translate_map``
+        and the server's default schema name it (``None`` when unknown: no connection yet)."""
+        schema = self.tables.repository.schema
+        translate = self.engine.get_execution_options().get("schema_translate_map")
+        if translate:
+            schema = translate.get(schema, schema)
+        return schema if schema is not None else self.engine.dialect.default_schema_name
 
     # -- one-off reads -----------------------------------------------------------------
     def _read_row(self, ctx: FlowContext) -> StoredRow:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from _support import approve, count_rows, ctx, executor, flow_engine, migrate, raw_row
 
 from flow.graph import Node
-from flow.workflow import ActorStateController, TaskAction, TaskState
+from flow.workflow import ActorStateController, TaskAction, TaskState, WorkflowExecutor
 from flow_sqla import RepositoryError, UnstorableValueError
 from flow_sqla._prepared import PreparedStatement, driver_path_open
 from flow_sqla.tables import FlowTables
@@ -329,25 +329,40 @@ def test_a_claim_before_a_schema_map_switch_lands_in_its_own_tenant_s_table(
         ]
 
 
+def _tenant_executor(bind: sa.Engine, schema: str | None) -> WorkflowExecutor:
+    return sql_workflow(
+        bind,
+        flow_engine(),
+        state_controller=ActorStateController(),
+        tables=FlowTables(schema=schema),
+        index=True,
+    )
+
+
+def _default_schema(db: sa.Engine) -> str:
+    return "public" if db.dialect.name == "postgresql" else str(db.url.database)
+
+
+@pytest.mark.parametrize("set_up", ["explicit schemas", "default and a schema", "schema maps"])
 def test_evict_on_another_tenant_s_repository_keeps_this_tenant_s_claim(
-    db: sa.Engine,
+    db: sa.Engine, set_up: str
 ) -> None:
-    """Per-tenant executors (``FlowTables(schema=...)``) in one transaction: tenant B's
-    ``evict`` of an id says B's row changed, not A's row of the same id — A's claim waiting
-    for its submit must still be written (it was dropped: the submit returned False, or the
-    claim alone committed a blank row that no inbox lists)."""
-    default_schema = "public" if db.dialect.name == "postgresql" else db.url.database
+    """Per-tenant executors in one transaction: tenant B's ``evict`` of an id says B's row
+    changed, not A's row of the same id — A's claim waiting for its submit must still be
+    written (it was dropped: the submit returned False, or the claim alone committed a blank
+    row that no inbox lists)."""
     with _tenant_schema(db) as tenant_schema:
-        tenant_a, tenant_b = (
-            sql_workflow(
-                db,
-                flow_engine(),
-                state_controller=ActorStateController(),
-                tables=FlowTables(schema=schema),
-                index=True,
-            )
-            for schema in (default_schema, tenant_schema)
-        )
+        if set_up == "explicit schemas":
+            tenant_a = _tenant_executor(db, _default_schema(db))
+            tenant_b = _tenant_executor(db, tenant_schema)
+        elif set_up == "default and a schema":
+            tenant_a = _tenant_executor(db, None)
+            tenant_b = _tenant_executor(db, tenant_schema)
+        else:  # SQLAlchemy's multi-tenant recipe: one FlowTables(), an engine per tenant
+            tenant_a = _tenant_executor(db, None)
+            mapped = db.execution_options(schema_translate_map={None: tenant_schema})
+            tenant_b = _tenant_executor(mapped, None)
+            assert tenant_b.status("ev-0") is None  # B has connected: its default is known
         for instance_id in ("ev-1", "ev-2"):
             assert approve(tenant_a, instance_id, "employee", amount=10)
         with db.begin() as conn:
@@ -361,4 +376,24 @@ def test_evict_on_another_tenant_s_repository_keeps_this_tenant_s_claim(
         assert [(t.node_id, t.state) for t in tenant_a.open_tasks("ev-2")] == [
             ("manager", TaskState.WAITING)
         ]
-        assert tenant_a.status("ev-1") is not None
+
+
+def test_evict_on_another_repository_of_the_same_table_drops_the_claim(db: sa.Engine) -> None:
+    """Two spellings of one table (an explicit schema, another mapped onto it): the evict is
+    about that row, so the claim waiting for its submit is dropped and the caller's own SQL
+    wins (the claim, written at the commit, recreated the row the caller deleted)."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("SQLite has schemas only as ATTACHed files")
+    default_schema = _default_schema(db)
+    first = _tenant_executor(db, default_schema)
+    second = _tenant_executor(
+        db.execution_options(schema_translate_map={"app": default_schema}), "app"
+    )
+    assert second.status("ev-0") is None  # connected: the server's default is known
+    assert approve(first, "ev-3", "employee", amount=10)
+    with db.begin() as conn:
+        assert first.claim_task("oa", ctx("ev-3", "manager", conn)) is not None
+        second.state_repository.evict("ev-3")  # type: ignore[attr-defined]
+        for table in ("bpm_flow_todo", "bpm_flow_repository"):
+            conn.execute(sa.text(f"DELETE FROM {table} WHERE instant_id = 'ev-3'"))
+    assert raw_row(db, "ev-3") is None
