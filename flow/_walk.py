@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from flow.errors import ConditionError, FlowError, GraphDefinitionError, TaskError
+from flow.errors import ConditionError, FlowError, GraphDefinitionError, ResumeError, TaskError
 from flow.exchanger import UNLIMITED
 from flow.node_type import NodeType
 from flow.stepper import parse_range
@@ -73,10 +73,18 @@ class _Cursor:
 Continuation = Callable[[], "Node | None"]
 
 
+#: How many nodes a resume walk (from the start to the last recorded node, running nothing)
+#: may pass before it is taken for one that cannot arrive: a floor, plus per node of the
+#: graph; each loop item it takes on the way adds :data:`RESUME_PER_LOOP_ITEM` per node.
+RESUME_FLOOR = 10_000
+RESUME_PER_NODE = 64
+RESUME_PER_LOOP_ITEM = 4
+
+
 class Walk:
     """One walk of one graph for one exchanger, resuming at ``start_node``."""
 
-    __slots__ = ("ex", "interceptors", "pending", "start_node")
+    __slots__ = ("ex", "interceptors", "pending", "resume_left", "start_node")
 
     def __init__(
         self, exchanger: FlowExchanger, interceptors: Sequence[FlowInterceptor], start_node: Node
@@ -86,6 +94,10 @@ class Walk:
         self.start_node = start_node
         #: Work left behind by nodes with several branches, most recent last.
         self.pending: list[Continuation] = []
+        #: Nodes the resume walk may still pass (it runs nothing, so a cycle that only a
+        #: task's change would leave — or a snapshot naming a node the graph does not lead
+        #: to — would keep it from ever arriving; no ``steps=`` counts it).
+        self.resume_left = RESUME_FLOOR + RESUME_PER_NODE * len(start_node.graph.nodes)
 
     def run(self, node: Node | None) -> None:
         """Run ``node`` and everything it flows into (the reference's ``node_run``)."""
@@ -101,20 +113,35 @@ class Walk:
                     start = self.start_node
                     if node.id == start.id and node.graph.id == start.graph.id:
                         ex.reverting = False
+                    else:
+                        self._pass_resuming(node)
                 else:
                     ex.context.trace.record_node(node.graph, node)
-                if not ex.reverting:
-                    if limited:
-                        counter.left -= 1
-                        if counter.left < 0:
-                            ex.over_budget(node)
-                    if ex.steps >= 0 and not ex.next_step():
-                        ex.stop()
-                        break
+                if limited:  # a node passed resuming counts too: it costs the same
+                    counter.left -= 1
+                    if counter.left < 0:
+                        ex.over_budget(node)
+                if not ex.reverting and ex.steps >= 0 and not ex.next_step():
+                    ex.stop()
+                    break
                 node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
             if not pending:
                 return
             node = pending.pop()()
+
+    def _pass_resuming(self, node: Node) -> None:
+        """Count a node the resume walk passes; :class:`ResumeError` once it passed more
+        than any path to the recorded node needs."""
+        self.resume_left -= 1
+        if self.resume_left < 0:
+            start = self.start_node
+            budget = RESUME_FLOOR + RESUME_PER_NODE * len(start.graph.nodes)
+            raise ResumeError(
+                graph_id=start.graph.id,
+                node_id=start.id,
+                instance_id=self.ex.context.instance_id,
+                passed=budget,
+            )
 
     # -- shared pieces -----------------------------------------------------------------
     def condition(self, node: Node, when: Any, default: bool, link: Link | None = None) -> bool:
@@ -304,6 +331,8 @@ class _LoopStart:
         counter.left -= 1
         if counter.left < 0:
             ex.over_budget(self.node)
+        if ex.reverting:  # each item is a way round the loop's body the resume walk may need
+            self.walk.resume_left += RESUME_PER_LOOP_ITEM * len(self.node.graph.nodes)
         ex.context.put(self.for_key, self.cursor.next())
         return self.walk.flow_out_from(self.node, 0, self.last_branch)
 

@@ -95,6 +95,30 @@ class StepBudgetError(FlowError):
         )
 
 
+class ResumeError(FlowError):
+    """An evaluation could not resume where the context's trace stopped: the walk from the
+    start node (which runs nothing until it reaches the node last recorded for the graph)
+    passed more nodes than any path to it needs — the node is unreachable with these
+    variables (a snapshot naming a node its graph no longer leads to), or a cycle whose
+    counter only a task would change keeps the walk from it (a sub-graph with such a loop,
+    called twice in one evaluation, resumes at its END: the reference walks forever)."""
+
+    def __init__(self, *, graph_id: str, node_id: str, instance_id: object, passed: int) -> None:
+        self.graph_id = graph_id
+        self.node_id = node_id
+        self.instance_id = instance_id
+        self.passed = passed
+        where = (
+            f" (instance {instance_id!r})" if isinstance(instance_id, str) and instance_id else ""
+        )
+        super().__init__(
+            f"Cannot resume graph {graph_id!r} at its last recorded node {node_id!r}{where}: "
+            f"the walk from the start passed {passed} nodes without reaching it (the node is "
+            "unreachable with these variables, or a cycle only a task would leave keeps the "
+            "walk from it)"
+        )
+
+
 class GraphNotFoundError(FlowError, LookupError):
     """A graph id is not loaded in the engine."""
 
@@ -253,6 +277,7 @@ __all__ = [
     "GraphNotFoundError",
     "NodeNotFoundError",
     "ReadOnlyGraphError",
+    "ResumeError",
     "SnapshotError",
     "StepBudgetError",
     "TaskError",
