@@ -59,6 +59,9 @@ _MERMAID_ENTITIES = (
     ("&", "#amp;"),
     ("|", "#124;"),
     ("`", "#96;"),
+    # Mermaid reads a ``%%{...}%%`` directive anywhere in the text, inside quoted labels too
+    # (a title could restyle the whole picture, or swallow the rest of it).
+    ("%", "#37;"),
 )
 
 
@@ -185,15 +188,19 @@ class _MermaidIds:
     def __init__(self) -> None:
         self._ids: dict[str, str] = {}
         self._used: set[str] = set()
+        #: Per base, the last suffix tried: ids that all fold to one base (one-character CJK
+        #: ids are all ``n__``) take the next one, not a search from 2 each time (quadratic).
+        self._last_suffix: dict[str, int] = {}
 
     def of(self, node_id: str) -> str:
         found = self._ids.get(node_id)
         if found is None:
             base = "n_" + re.sub(r"[^A-Za-z0-9_]", "_", node_id)
-            found, n = base, 1
+            found, n = base, self._last_suffix.get(base, 1)
             while found in self._used:
                 n += 1
                 found = f"{base}_{n}"
+            self._last_suffix[base] = n
             self._ids[node_id] = found
             self._used.add(found)
         return found
