@@ -14,6 +14,7 @@ from flow.errors import GraphDefinitionError
 from flow.graph import Graph
 from flow_cli._errors import CliError, one_line
 from flow_cli._parser import Parser, db_option, non_blank
+from flow_cli._table import escaped
 
 FORMATS = ("mermaid", "dot", "svg", "png")
 _SUFFIX_FORMATS = {
@@ -67,11 +68,10 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
 def run_validate(args: argparse.Namespace) -> int:
     errors = warnings = 0
     for path in args.graphs:
-        lines = check_file(path)
-        for line in lines:
-            print(line)
-        errors += sum(": error:" in line for line in lines)
-        warnings += sum(": warning:" in line for line in lines)
+        for severity, line in check_file(path):
+            print(escaped(line))  # ids are the file's: no line or escape sequence of theirs
+            errors += severity == "error"
+            warnings += severity == "warning"
     files = len(args.graphs)
     print(
         f"{files} file{'s' * (files != 1)} checked: "
@@ -80,8 +80,10 @@ def run_validate(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def check_file(path: str) -> list[str]:
-    """One line per problem of the graph file at ``path`` (``path: ok ...`` when none)."""
+def check_file(path: str) -> list[tuple[str, str]]:
+    """``(severity, line)`` per problem of the graph file at ``path`` (``("ok", "path: ok
+    ...")`` when none) — counted by severity, never by what a line says (an id may say
+    anything)."""
     from flow.loader import read_graph_file
     from flow.spec import GraphSpec
 
@@ -92,11 +94,11 @@ def check_file(path: str) -> list[str]:
         if exc.line is not None:
             where += f":{exc.line}:{exc.column or 1}"
             message = message.replace(f" at line {exc.line}, column {exc.column}", "")
-        return [f"{where}: error: {message}"]
+        return [("error", f"{where}: error: {message}")]
     problems = graph.validate()
     if not problems:
-        return [f"{path}: ok (graph {graph.id!r}, {len(graph.nodes)} nodes)"]
-    return [f"{path}: {problem}" for problem in problems]
+        return [("ok", f"{path}: ok (graph {graph.id!r}, {len(graph.nodes)} nodes)")]
+    return [(problem.severity, f"{path}: {problem}") for problem in problems]
 
 
 # -- render ---------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -53,6 +54,34 @@ def test_validate_checks_every_file_and_fails_if_any_has_an_error(flow: Flow) ->
     assert "link to unknown node 'nowhere'" in result.out
     assert "missing.yml: error: cannot read graph file" in result.out
     assert "3 files checked: 2 errors, 0 warnings" in result.out
+
+
+def test_validate_prints_hostile_ids_escaped_and_counts_by_severity(
+    flow: Flow, tmp_path: Path
+) -> None:
+    """A link id printed raw forged a line (a fake "ok") and sent escape sequences (clear the
+    screen, set the window title) to whoever checked the file; the counts were read from
+    the printed text, which an id could skew."""
+    hostile = tmp_path / "hostile.json"
+    forged = "x\nevil.yml: ok (graph 'evil', 3 nodes): error: "
+    hostile.write_text(
+        json.dumps(
+            {
+                "id": "g",
+                "layout": [
+                    {"id": "s", "type": "start", "link": forged},
+                    {"id": "a", "link": ["nowhere\x1b[2J\x1b]0;pwned\x07"]},
+                    {"id": "e", "type": "end"},
+                ],
+            }
+        )
+    )
+    result = flow("validate", str(hostile))
+    assert result.code == 1
+    assert "\x1b" not in result.out and "\x07" not in result.out
+    assert "\nevil.yml: ok" not in result.out
+    assert "\\x1b[2J" in result.out  # shown, escaped
+    assert "1 file checked: 2 errors, 2 warnings" in result.out
 
 
 def test_render_mermaid_matches_snapshot(flow: Flow) -> None:
