@@ -305,7 +305,7 @@ def _loop_run(walk: Walk, node: Node) -> Node | None:
         return walk.flow_out(node) if walk.task_exec(node) else None
     if not walk.task_exec(node):
         return None
-    cursor = _Cursor(_loop_items(walk, node))
+    cursor = _Cursor(_items_or_task_error(_loop_items(walk, node), walk.ex, node))
     stack.append(cursor)
     return _LoopStart(walk, node, for_key, cursor).next_item()
 
@@ -341,6 +341,21 @@ class _LoopStart:
         if not self.walk.ex.is_stopped and self.cursor.has_next():
             self.walk.pending.append(self.next_item)
         return tail
+
+
+def _items_or_task_error(items: Iterator[Any], ex: FlowExchanger, node: Node) -> Iterator[Any]:
+    """``items``, with a failure of the iterator itself (a generator in the context that
+    raises) as ``TaskError`` naming the loop node — as a failing task or condition is."""
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except FlowError:
+            raise
+        except Exception as exc:
+            raise TaskError(node.graph.id, node.id, instance_id=_instance_of(ex)) from exc
+        yield item
 
 
 def _loop_items(walk: Walk, node: Node) -> Iterator[Any]:

@@ -17,13 +17,18 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from flow.container import Container, MapContainer
-from flow.errors import ComponentNotFoundError, FlowError, GraphDefinitionError
+from flow.errors import (
+    ComponentNotFoundError,
+    FlowError,
+    GraphDefinitionError,
+    GraphNotFoundError,
+)
 from flow.evaluation import Evaluation, SafeEvaluation
 
 if TYPE_CHECKING:
     from flow.context import FlowContext
     from flow.exchanger import FlowExchanger
-    from flow.graph import Node
+    from flow.graph import Graph, Node
 
 
 class FlowDriver:
@@ -51,6 +56,20 @@ class FlowDriver:
     def post_handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
         """Actually run ``node.task``."""
         raise NotImplementedError
+
+
+def _called_graph(exchanger: FlowExchanger, node: Node, graph_id: str) -> Graph:
+    """The graph a ``#id`` task calls; :class:`GraphNotFoundError` naming the calling node
+    and the instance when the engine does not have it."""
+    graph = exchanger.engine.get_graph(graph_id)
+    if graph is None:
+        instance_id = exchanger.context.instance_id
+        raise GraphNotFoundError(
+            graph_id,
+            instance_id=instance_id if isinstance(instance_id, str) and instance_id else None,
+            called_from=f"{node.graph.id}:{node.id}",
+        )
+    return graph
 
 
 class SimpleFlowDriver(FlowDriver):
@@ -106,7 +125,7 @@ class SimpleFlowDriver(FlowDriver):
             if not isinstance(task, str):
                 _run(task, exchanger.context, node)
             elif task.startswith("#"):
-                exchanger.run_graph(exchanger.engine.get_graph_or_throw(task[1:]))
+                exchanger.run_graph(_called_graph(exchanger, node, task[1:]))
             elif task.startswith("@"):
                 _run(self._task_component(task[1:]), exchanger.context, node)
             else:

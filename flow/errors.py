@@ -120,13 +120,18 @@ class ResumeError(FlowError):
 
 
 class GraphNotFoundError(FlowError, LookupError):
-    """A graph id is not loaded in the engine."""
+    """A graph id is not loaded in the engine. For a sub-graph call, ``called_from`` is the
+    calling node as ``"<graph id>:<node id>"`` (which graph holds the bad ``#id``)."""
 
-    def __init__(self, graph_id: str, *, instance_id: str | None = None) -> None:
+    def __init__(
+        self, graph_id: str, *, instance_id: str | None = None, called_from: str | None = None
+    ) -> None:
         self.graph_id = graph_id
         self.instance_id = instance_id
+        self.called_from = called_from
+        caller = "" if called_from is None else f", called by node {called_from!r}"
         where = "" if instance_id is None else f" (instance {instance_id!r})"
-        super().__init__(f"Flow graph not found: {graph_id!r}{where}")
+        super().__init__(f"Flow graph not found: {graph_id!r}{caller}{where}")
 
 
 class NodeNotFoundError(FlowError, LookupError):

@@ -17,6 +17,7 @@ from flow import (
     MapContainer,
     Node,
     SimpleFlowDriver,
+    TaskError,
 )
 
 
@@ -167,3 +168,18 @@ def test_loop_end_without_an_open_loop_passes_through() -> None:
     ctx = FlowEngine().eval(spec.create())
     assert ctx.get("seen") == [None]
     assert ctx.last_node_id == "e"
+
+
+def test_an_iterator_that_fails_while_a_loop_takes_its_next_item_is_a_task_error() -> None:
+    """Escaped bare (a ValueError), where the same failure in a task or a condition is
+    typed and names graph and node."""
+
+    def feed() -> Iterator[int]:
+        yield 1
+        raise ValueError("feed broke")
+
+    graph = _loop_graph("items")
+    with pytest.raises(TaskError, match="loop / for") as raised:
+        FlowEngine().eval(graph, FlowContext.of("inst-3", {"items": feed()}))
+    assert raised.value.instance_id == "inst-3"
+    assert isinstance(raised.value.__cause__, ValueError)

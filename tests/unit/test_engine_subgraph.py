@@ -117,6 +117,20 @@ def test_missing_sub_graph_raises_graph_not_found_unwrapped() -> None:
         _engine(_main()).eval("main")
 
 
+def test_a_missing_sub_graph_names_the_calling_node_and_the_instance() -> None:
+    """In a process of many graphs, which one holds the bad ``#id``?"""
+    with pytest.raises(GraphNotFoundError) as raised:
+        _engine(_main()).eval("main", FlowContext.of("inst-9"))
+    error = raised.value
+    caller = next(n for n in _main().nodes.values() if n.task == "#sub")
+    assert (error.graph_id, error.called_from, error.instance_id) == (
+        "sub",
+        f"main:{caller.id}",
+        "inst-9",
+    )
+    assert f"called by node 'main:{caller.id}'" in str(error) and "'inst-9'" in str(error)
+
+
 def test_intercept_flow_also_wraps_sub_graph_evaluations() -> None:
     events: list[str] = []
 
