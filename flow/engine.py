@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -11,11 +12,18 @@ from types import MappingProxyType
 from flow._walk import Walk
 from flow.context import FlowContext
 from flow.driver import FlowDriver, SimpleFlowDriver
-from flow.errors import GraphDefinitionError, GraphNotFoundError
+from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph
 from flow.interceptor import FlowInterceptor, FlowInvocation
 from flow.loader import GRAPH_FILE_SUFFIXES
+
+#: Evaluations nested in one thread — sub-graph calls (``max_depth`` bounds those alone) and an
+#: interceptor, task or driver evaluating a graph inside an evaluation — beyond which an
+#: evaluation is refused with a ``FlowError``: each nests about a dozen Python frames, and a
+#: re-entry that leads back to itself would end in a bare ``RecursionError``.
+MAX_NESTED_EVALUATIONS = 64
+_NESTING = threading.local()
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -149,9 +157,17 @@ class FlowEngine:
         context = exchanger.context
         start_node = context.trace.last_node(graph)
         interceptors = () if exchanger.silent else self._interceptors
+        nested = getattr(_NESTING, "depth", 0)
+        if nested >= max(MAX_NESTED_EVALUATIONS, self.max_depth + MAX_NESTED_EVALUATIONS // 2):
+            raise FlowError(
+                f"Evaluations of graph {graph.id!r} nest {nested} deep in this thread "
+                f"(instance {context.instance_id!r}): an interceptor, task or driver evaluates "
+                "a graph inside an evaluation that leads back to it again"
+            )
         saved = context.exchanger
         context.exchanger = exchanger
         context._set_stopped(False)
+        _NESTING.depth = nested + 1
         try:
             if not interceptors:  # nothing to chain: walk at once
                 Walk(exchanger, interceptors, start_node).run(start_node.graph.start)
@@ -165,6 +181,7 @@ class FlowEngine:
                     ),
                 ).invoke()
         finally:
+            _NESTING.depth = nested
             context.exchanger = saved
 
 

@@ -13,6 +13,7 @@ from flow import (
     FlowContext,
     FlowEngine,
     FlowError,
+    FlowInterceptor,
     Graph,
     GraphDefinitionError,
     GraphSpec,
@@ -212,3 +213,26 @@ def test_a_task_naming_no_sub_graph_or_component_is_refused_by_validate_and_at_r
     engine.load(graph)
     with pytest.raises(GraphDefinitionError, match="Node 'a' of graph 'empty-ref'"):
         engine.eval("empty-ref", FlowContext.of("i-1"))
+
+
+def test_an_interceptor_re_entering_the_evaluation_it_is_in_gets_a_flow_error() -> None:
+    """Nothing bounded it (max_depth counts sub-graph calls): a bare RecursionError."""
+
+    graph = Graph.from_text(
+        "id: G\nlayout:\n  - {id: s, type: start}\n  - {id: a, task: 'x = 1'}\n"
+        "  - {id: e, type: end}\n"
+    )
+    engine = FlowEngine()
+    engine.load(graph)
+
+    class Audit(FlowInterceptor):
+        def on_node_start(self, ctx: FlowContext, node: Node) -> None:
+            if node.id == "a":
+                engine.eval("G", ctx)
+
+    audit = Audit()
+    engine.add_interceptor(audit)
+    with pytest.raises(FlowError, match=r"Evaluations of graph 'G' nest 64 deep.*'inst-1'"):
+        engine.eval("G", FlowContext.of("inst-1"))
+    engine.remove_interceptor(audit)  # the thread's count went back down with the error
+    assert engine.eval("G", FlowContext.of("inst-2")).get("x") == 1
