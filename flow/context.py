@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 _SELF_KEY = "context"
 _ID_KEY = "instanceId"
+_RESERVED_KEYS = frozenset({_SELF_KEY, _ID_KEY})
 
 
 class NonSerializable:
@@ -61,8 +62,11 @@ class FlowContext:
 
     # -- data --------------------------------------------------------------------------
     def put(self, key: str, value: Any) -> FlowContext:
-        """Set ``key``; a ``None`` value is ignored (as in the reference)."""
-        if value is not None:
+        """Set ``key``; a ``None`` value is ignored (as in the reference), and so are the
+        reserved keys ``"context"`` and ``"instanceId"``: they always hold this context and
+        its instance id, which conditions read (a form field named ``context`` must not
+        answer ``context.instance_id``) — as :meth:`from_json` drops them."""
+        if value is not None and key not in _RESERVED_KEYS:
             self.data[key] = value
         return self
 

@@ -11,7 +11,16 @@ from uuid import UUID
 
 import pytest
 
-from flow import FlowContext, Graph, GraphSpec, NodeType, NonSerializable, SnapshotError, codec
+from flow import (
+    FlowContext,
+    FlowEngine,
+    Graph,
+    GraphSpec,
+    NodeType,
+    NonSerializable,
+    SnapshotError,
+    codec,
+)
 
 
 def _graph() -> Graph:
@@ -310,3 +319,29 @@ def test_a_snapshot_variable_named_like_a_tag_stays_a_variable(name: str) -> Non
     value = {"$dict": {"amount": 9000}, "$decimal": "1.5"}.get(name, "2026-01-02")
     restored = FlowContext.from_json(json.dumps({"vars": {name: value}}))
     assert restored.get(name) == value and restored.get("amount") is None
+
+
+def test_caller_data_never_replaces_the_reserved_keys() -> None:
+    """A form field named ``context`` answered ``context.instance_id`` for a condition (a
+    request could route itself as another instance), and made every ``context.put`` script
+    fail; ``from_json`` already dropped both keys."""
+    form = {"amount": 10, "context": {"instance_id": "ceo-1"}, "instanceId": "ceo-1"}
+    ctx = FlowContext.of("emp-7", form)
+    assert ctx.get("context") is ctx and ctx.get("instanceId") == "emp-7"
+    ctx.put("context", "x").put_all({"instanceId": "other"})
+    assert ctx.get("context") is ctx and ctx.get("instanceId") == "emp-7"
+    assert ctx.get("amount") == 10
+    graph = Graph.from_text(
+        """
+id: G
+layout:
+  - {id: s, type: start}
+  - id: gate
+    type: exclusive
+    link: [{nextId: vip, when: "context.instance_id == 'ceo-1'"}, {nextId: normal}]
+  - {id: vip, task: "route = 'vip'", link: e}
+  - {id: normal, task: "context.put('route', 'normal')", link: e}
+  - {id: e, type: end}
+"""
+    )
+    assert FlowEngine().eval(graph, ctx).get("route") == "normal"
