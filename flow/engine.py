@@ -144,6 +144,7 @@ class FlowEngine:
         and the context ends stopped. Raises :class:`GraphNotFoundError` for an unknown id,
         ``TaskError``/``ConditionError`` wrapping failures, other ``FlowError``s unchanged.
         """
+        _check_eval_arguments(graph, ctx, steps)
         target = self.get_graph_or_throw(graph) if isinstance(graph, str) else graph
         context = ctx if ctx is not None else FlowContext.of()
         exchanger = FlowExchanger(target, self, self.get_driver(target), context, steps=steps)
@@ -183,6 +184,17 @@ class FlowEngine:
         finally:
             _NESTING.depth = nested
             context.exchanger = saved
+
+
+def _check_eval_arguments(graph: object, ctx: object, steps: object) -> None:
+    """A ``TypeError`` naming the argument, instead of an ``AttributeError`` from deep inside
+    the walk."""
+    if not isinstance(graph, Graph | str):
+        raise TypeError(f"graph must be a Graph or a graph id, not {type(graph).__name__}")
+    if ctx is not None and not isinstance(ctx, FlowContext):
+        raise TypeError(f"ctx must be a FlowContext or None, not {type(ctx).__name__}")
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise TypeError(f"steps must be an integer, not {steps!r}")
 
 
 __all__ = ["FlowEngine"]

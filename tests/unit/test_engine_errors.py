@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -236,3 +237,25 @@ def test_an_interceptor_re_entering_the_evaluation_it_is_in_gets_a_flow_error() 
         engine.eval("G", FlowContext.of("inst-1"))
     engine.remove_interceptor(audit)  # the thread's count went back down with the error
     assert engine.eval("G", FlowContext.of("inst-2")).get("x") == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        ({"graph": None}, "graph must be a Graph or a graph id"),
+        ({"graph": 5}, "graph must be a Graph or a graph id"),
+        ({"ctx": {"x": 1}}, "ctx must be a FlowContext"),
+        ({"steps": None}, "steps must be an integer"),
+        ({"steps": "5"}, "steps must be an integer"),
+        ({"steps": True}, "steps must be an integer"),
+    ],
+    ids=repr,
+)
+def test_eval_arguments_of_the_wrong_type_are_named(call: dict[str, object], named: str) -> None:
+    """They failed with an AttributeError (or a comparison's TypeError) from inside the walk."""
+    engine = FlowEngine()
+    graph = Graph.from_text("id: G\nlayout: [{id: s, type: start}, {id: e, type: end}]")
+    engine.load(graph)
+    arguments: dict[str, Any] = {"graph": graph, "ctx": None, "steps": -1, **call}
+    with pytest.raises(TypeError, match=named):
+        engine.eval(arguments.pop("graph"), arguments.pop("ctx"), **arguments)
