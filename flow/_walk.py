@@ -76,7 +76,7 @@ Continuation = Callable[[], "Node | None"]
 #: How many nodes a resume walk (from the start to the last recorded node, running nothing)
 #: may pass before it is taken for one that cannot arrive: a floor, plus per node of the
 #: graph; each loop item it takes on the way adds :data:`RESUME_PER_LOOP_ITEM` per node.
-RESUME_FLOOR = 10_000
+RESUME_FLOOR = 100_000
 RESUME_PER_NODE = 64
 RESUME_PER_LOOP_ITEM = 4
 
@@ -84,7 +84,7 @@ RESUME_PER_LOOP_ITEM = 4
 class Walk:
     """One walk of one graph for one exchanger, resuming at ``start_node``."""
 
-    __slots__ = ("ex", "interceptors", "pending", "resume_left", "start_node")
+    __slots__ = ("ex", "interceptors", "pending", "resume_left", "resume_passed", "start_node")
 
     def __init__(
         self, exchanger: FlowExchanger, interceptors: Sequence[FlowInterceptor], start_node: Node
@@ -98,6 +98,7 @@ class Walk:
         #: task's change would leave — or a snapshot naming a node the graph does not lead
         #: to — would keep it from ever arriving; no ``steps=`` counts it).
         self.resume_left = RESUME_FLOOR + RESUME_PER_NODE * len(start_node.graph.nodes)
+        self.resume_passed = 0
 
     def run(self, node: Node | None) -> None:
         """Run ``node`` and everything it flows into (the reference's ``node_run``)."""
@@ -117,13 +118,14 @@ class Walk:
                         self._pass_resuming(node)
                 else:
                     ex.context.trace.record_node(node.graph, node)
-                if limited:  # a node passed resuming counts too: it costs the same
-                    counter.left -= 1
-                    if counter.left < 0:
-                        ex.over_budget(node)
-                if not ex.reverting and ex.steps >= 0 and not ex.next_step():
-                    ex.stop()
-                    break
+                if not ex.reverting:
+                    if limited:
+                        counter.left -= 1
+                        if counter.left < 0:
+                            ex.over_budget(node)
+                    if ex.steps >= 0 and not ex.next_step():
+                        ex.stop()
+                        break
                 node = _BY_TYPE.get(node.type, _unknown_run)(self, node)
             if not pending:
                 return
@@ -133,14 +135,14 @@ class Walk:
         """Count a node the resume walk passes; :class:`ResumeError` once it passed more
         than any path to the recorded node needs."""
         self.resume_left -= 1
+        self.resume_passed += 1
         if self.resume_left < 0:
             start = self.start_node
-            budget = RESUME_FLOOR + RESUME_PER_NODE * len(start.graph.nodes)
             raise ResumeError(
                 graph_id=start.graph.id,
                 node_id=start.id,
                 instance_id=self.ex.context.instance_id,
-                passed=budget,
+                passed=self.resume_passed,
             )
 
     # -- shared pieces -----------------------------------------------------------------

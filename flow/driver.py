@@ -61,15 +61,17 @@ class FlowDriver:
 def _called_graph(exchanger: FlowExchanger, node: Node, graph_id: str) -> Graph:
     """The graph a ``#id`` task calls; :class:`GraphNotFoundError` naming the calling node
     and the instance when the engine does not have it."""
-    graph = exchanger.engine.get_graph(graph_id)
-    if graph is None:
+    try:
+        return exchanger.engine.get_graph_or_throw(graph_id)
+    except GraphNotFoundError as exc:
+        if exc.graph_id != graph_id or exc.called_from is not None:
+            raise
         instance_id = exchanger.context.instance_id
         raise GraphNotFoundError(
             graph_id,
             instance_id=instance_id if isinstance(instance_id, str) and instance_id else None,
             called_from=f"{node.graph.id}:{node.id}",
-        )
-    return graph
+        ) from None
 
 
 class SimpleFlowDriver(FlowDriver):

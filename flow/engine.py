@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import glob
+import operator
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -17,13 +17,6 @@ from flow.exchanger import FlowExchanger
 from flow.graph import Graph
 from flow.interceptor import FlowInterceptor, FlowInvocation
 from flow.loader import GRAPH_FILE_SUFFIXES
-
-#: Evaluations nested in one thread — sub-graph calls (``max_depth`` bounds those alone) and an
-#: interceptor, task or driver evaluating a graph inside an evaluation — beyond which an
-#: evaluation is refused with a ``FlowError``: each nests about a dozen Python frames, and a
-#: re-entry that leads back to itself would end in a bare ``RecursionError``.
-MAX_NESTED_EVALUATIONS = 64
-_NESTING = threading.local()
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -144,7 +137,7 @@ class FlowEngine:
         and the context ends stopped. Raises :class:`GraphNotFoundError` for an unknown id,
         ``TaskError``/``ConditionError`` wrapping failures, other ``FlowError``s unchanged.
         """
-        _check_eval_arguments(graph, ctx, steps)
+        steps = _checked_eval_arguments(graph, ctx, steps)
         target = self.get_graph_or_throw(graph) if isinstance(graph, str) else graph
         context = ctx if ctx is not None else FlowContext.of()
         exchanger = FlowExchanger(target, self, self.get_driver(target), context, steps=steps)
@@ -158,17 +151,9 @@ class FlowEngine:
         context = exchanger.context
         start_node = context.trace.last_node(graph)
         interceptors = () if exchanger.silent else self._interceptors
-        nested = getattr(_NESTING, "depth", 0)
-        if nested >= max(MAX_NESTED_EVALUATIONS, self.max_depth + MAX_NESTED_EVALUATIONS // 2):
-            raise FlowError(
-                f"Evaluations of graph {graph.id!r} nest {nested} deep in this thread "
-                f"(instance {context.instance_id!r}): an interceptor, task or driver evaluates "
-                "a graph inside an evaluation that leads back to it again"
-            )
         saved = context.exchanger
         context.exchanger = exchanger
         context._set_stopped(False)
-        _NESTING.depth = nested + 1
         try:
             if not interceptors:  # nothing to chain: walk at once
                 Walk(exchanger, interceptors, start_node).run(start_node.graph.start)
@@ -181,20 +166,38 @@ class FlowEngine:
                         inv.start_node.graph.start
                     ),
                 ).invoke()
+        except RecursionError as exc:
+            # Evaluations nested until Python's stack ran out (sub-graph calls alone stop at
+            # max_depth): an interceptor, task or driver evaluating a graph inside one that
+            # leads back to it. Converted where the stack has room again (an outer frame).
+            raise _nested_too_deep(graph, context) from exc
         finally:
-            _NESTING.depth = nested
             context.exchanger = saved
 
 
-def _check_eval_arguments(graph: object, ctx: object, steps: object) -> None:
-    """A ``TypeError`` naming the argument, instead of an ``AttributeError`` from deep inside
-    the walk."""
+def _nested_too_deep(graph: Graph, context: FlowContext) -> FlowError:
+    instance_id = context.instance_id
+    where = f" (instance {instance_id!r})" if instance_id else ""
+    return FlowError(
+        f"Evaluations of graph {graph.id!r} nest deeper than Python's stack allows{where}: an "
+        "interceptor, task or driver evaluates a graph inside an evaluation that leads back "
+        "to it (sys.setrecursionlimit raises the limit)"
+    )
+
+
+def _checked_eval_arguments(graph: object, ctx: object, steps: object) -> int:
+    """``steps`` as an ``int``; a ``TypeError`` naming the argument, instead of an
+    ``AttributeError`` from deep inside the walk."""
     if not isinstance(graph, Graph | str):
         raise TypeError(f"graph must be a Graph or a graph id, not {type(graph).__name__}")
     if ctx is not None and not isinstance(ctx, FlowContext):
         raise TypeError(f"ctx must be a FlowContext or None, not {type(ctx).__name__}")
-    if isinstance(steps, bool) or not isinstance(steps, int):
-        raise TypeError(f"steps must be an integer, not {steps!r}")
+    try:
+        if isinstance(steps, bool):
+            raise TypeError
+        return operator.index(steps)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"steps must be an integer, not {steps!r}") from None
 
 
 __all__ = ["FlowEngine"]

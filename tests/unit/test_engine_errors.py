@@ -233,10 +233,34 @@ def test_an_interceptor_re_entering_the_evaluation_it_is_in_gets_a_flow_error() 
 
     audit = Audit()
     engine.add_interceptor(audit)
-    with pytest.raises(FlowError, match=r"Evaluations of graph 'G' nest 64 deep.*'inst-1'"):
+    with pytest.raises(FlowError, match=r"Evaluations of graph 'G' nest deeper.*'inst-1'") as e:
         engine.eval("G", FlowContext.of("inst-1"))
-    engine.remove_interceptor(audit)  # the thread's count went back down with the error
+    assert isinstance(e.value.__cause__, RecursionError)
+    engine.remove_interceptor(audit)
     assert engine.eval("G", FlowContext.of("inst-2")).get("x") == 1
+
+
+def test_evaluations_nested_seventy_deep_still_run() -> None:
+    """No cap of the library's own below Python's: a task re-entering eval 70 times ran
+    before the overflow check, and still does."""
+    graph = Graph.from_text(
+        "id: h\nlayout:\n  - {id: s, type: start}\n  - {id: a, task: '@again'}\n"
+        "  - {id: e, type: end}\n"
+    )
+    container = MapContainer()
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    engine.load(graph)
+
+    def again(ctx: FlowContext, node: Node) -> None:
+        depth = ctx.get("depth", 0)
+        if depth < 70:
+            engine.eval("h", FlowContext.of("inner", {"depth": depth + 1, "seen": ctx.get("seen")}))
+        ctx.get("seen").append(depth)
+
+    container.put_component("again", again)
+    seen: list[int] = []
+    engine.eval("h", FlowContext.of("outer", {"seen": seen}))
+    assert len(seen) == 71
 
 
 @pytest.mark.parametrize(
@@ -259,3 +283,16 @@ def test_eval_arguments_of_the_wrong_type_are_named(call: dict[str, object], nam
     arguments: dict[str, Any] = {"graph": graph, "ctx": None, "steps": -1, **call}
     with pytest.raises(TypeError, match=named):
         engine.eval(arguments.pop("graph"), arguments.pop("ctx"), **arguments)
+
+
+def test_steps_may_be_any_integer_type() -> None:
+    """numpy's integers are not ``int`` subclasses: anything ``operator.index`` takes is an
+    integer."""
+
+    class NumpyLikeInt:
+        def __index__(self) -> int:
+            return 1
+
+    graph = Graph.from_text("id: G\nlayout: [{id: s, type: start}, {id: a}, {id: e, type: end}]")
+    ctx = FlowEngine().eval(graph, FlowContext.of("i"), steps=NumpyLikeInt())  # type: ignore[arg-type]
+    assert ctx.is_stopped

@@ -261,3 +261,18 @@ def test_calling_a_finished_sub_graph_again_only_refires_its_end() -> None:
     spec.add_activity("after2", task=_log)
     ctx = _engine(spec.create(), _chain_graph("sub", _log)).eval("main")
     assert ctx.get("log") == ["sub:t", "main:after1", "main:after2"]
+
+
+def test_sub_graphs_are_looked_up_through_get_graph_or_throw() -> None:
+    """An engine that loads graphs on demand overrides ``get_graph_or_throw``."""
+    sub = _sub()
+
+    class OnDemand(FlowEngine):
+        def get_graph_or_throw(self, graph_id: str) -> Graph:
+            if graph_id == "sub" and self.get_graph("sub") is None:
+                self.load(sub)
+            return super().get_graph_or_throw(graph_id)
+
+    engine = OnDemand()
+    engine.load(_main())
+    assert engine.eval("main").get("log")
