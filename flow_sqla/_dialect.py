@@ -715,7 +715,12 @@ def rolls_back_on_lock_timeout(dialect: Dialect, dbapi_connection: Any) -> bool:
 
 
 def _sqlstate(orig: BaseException) -> str | None:
-    """A PostgreSQL driver error's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2."""
+    """A PostgreSQL driver error's SQLSTATE: ``sqlstate`` in psycopg 3, ``pgcode`` in psycopg2.
+    ``None`` for a MySQL driver's error, which its number identifies: PyMySQL 1.1+ carries the
+    server's SQLSTATE too (``HY000`` for a lock wait timeout, ``42S02`` for a missing table),
+    which read as PostgreSQL's would hide what the number says."""
+    if isinstance(_mysql_errno(orig), int):
+        return None
     return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
 
 
@@ -723,7 +728,7 @@ def _mysql_errno(orig: BaseException) -> Any:
     """A MySQL driver error's number: ``errno`` in MariaDB Connector/Python and
     mysql-connector, ``args[0]`` in mysqlclient and PyMySQL."""
     errno = getattr(orig, "errno", None)
-    if isinstance(errno, int):
+    if isinstance(errno, int) and not isinstance(errno, bool):
         return errno
     args: tuple[Any, ...] = getattr(orig, "args", ())
     return args[0] if args else None
