@@ -66,6 +66,8 @@ def galera_urls(galera_servers: list[str]) -> Iterator[list[str]]:
             admin.dispose()
 
     run(f"CREATE DATABASE {name} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+    for url in galera_servers[1:]:
+        _wait_until_applied(url)
     try:
         yield [
             sa.make_url(url).set(database=name).render_as_string(hide_password=False)
@@ -73,3 +75,18 @@ def galera_urls(galera_servers: list[str]) -> Iterator[list[str]]:
         ]
     finally:
         run(f"DROP DATABASE IF EXISTS {name}")
+
+
+def _wait_until_applied(server_url: str) -> None:
+    """Return once the node of ``server_url`` has applied every writeset the cluster had
+    ordered when this was called — the CREATE DATABASE just run on node 1 among them: node 1
+    returns from DDL once it ran there, the others apply it a moment later (a test connecting
+    to node 2 at once met "Unknown database"). ``wsrep_sync_wait`` makes a read wait for that
+    — no sleep, no polling."""
+    node = sa.create_engine(server_url, poolclass=sa.NullPool)
+    try:
+        with node.connect() as conn:
+            conn.exec_driver_sql("SET SESSION wsrep_sync_wait = 1")
+            conn.exec_driver_sql("SELECT 1").all()
+    finally:
+        node.dispose()
