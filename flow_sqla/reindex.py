@@ -88,6 +88,10 @@ def reindex(
     (``ConcurrentSubmitError``) or a database error (``RepositoryError``) is never a bad row:
     it rolls the batch back — a lock conflict then runs the batch again, up to
     ``BATCH_ATTEMPTS`` times in all, before it is raised.
+
+    Before any batch: ``TypeError`` naming an argument of the wrong type (``batch_size`` or
+    ``after`` not an ``int``, ``everything`` not a ``bool``, a hook that is not callable),
+    ``ValueError`` for ``batch_size`` or ``after`` out of range.
     """
     if not 1 <= whole_number("batch_size", batch_size) <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
