@@ -40,14 +40,7 @@ def call_task(
     except FlowError:
         raise
     except Exception as exc:
-        raise TaskError(node.graph.id, node.id, instance_id=_instance_of(exchanger)) from exc
-
-
-def _instance_of(exchanger: FlowExchanger) -> str | None:
-    """The instance a walk runs for, to name in its errors (an engine evaluation may have
-    none)."""
-    instance_id = exchanger.context.instance_id
-    return instance_id if isinstance(instance_id, str) and instance_id else None
+        raise TaskError(node.graph.id, node.id, instance_id=exchanger.instance_to_name) from exc
 
 
 class _Cursor:
@@ -164,7 +157,7 @@ class Walk:
                 node_id=node.id,
                 link_to=link.next_id if link is not None else None,
                 cause=exc,
-                instance_id=_instance_of(self.ex),
+                instance_id=self.ex.instance_to_name,
             ) from exc
 
     def node_start(self, node: Node) -> bool:
@@ -356,7 +349,7 @@ def _items_or_task_error(items: Iterator[Any], ex: FlowExchanger, node: Node) ->
         except FlowError:
             raise
         except Exception as exc:
-            raise TaskError(node.graph.id, node.id, instance_id=_instance_of(ex)) from exc
+            raise TaskError(node.graph.id, node.id, instance_id=ex.instance_to_name) from exc
         yield item
 
 

@@ -66,10 +66,9 @@ def _called_graph(exchanger: FlowExchanger, node: Node, graph_id: str) -> Graph:
     except GraphNotFoundError as exc:
         if exc.graph_id != graph_id or exc.called_from is not None:
             raise
-        instance_id = exchanger.context.instance_id
         raise GraphNotFoundError(
             graph_id,
-            instance_id=instance_id if isinstance(instance_id, str) and instance_id else None,
+            instance_id=exchanger.instance_to_name,
             called_from=f"{node.graph.id}:{node.id}",
         ) from None
 

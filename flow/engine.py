@@ -170,13 +170,13 @@ class FlowEngine:
             # Evaluations nested until Python's stack ran out (sub-graph calls alone stop at
             # max_depth): an interceptor, task or driver evaluating a graph inside one that
             # leads back to it. Converted where the stack has room again (an outer frame).
-            raise _nested_too_deep(graph, context) from exc
+            raise _nested_too_deep(graph, exchanger) from exc
         finally:
             context.exchanger = saved
 
 
-def _nested_too_deep(graph: Graph, context: FlowContext) -> FlowError:
-    instance_id = context.instance_id
+def _nested_too_deep(graph: Graph, exchanger: FlowExchanger) -> FlowError:
+    instance_id = exchanger.instance_to_name
     where = f" (instance {instance_id!r})" if instance_id else ""
     return FlowError(
         f"Evaluations of graph {graph.id!r} nest deeper than Python's stack allows{where}: an "

@@ -122,6 +122,13 @@ class FlowExchanger:
     def is_interrupted(self) -> bool:
         return self.interrupted
 
+    @property
+    def instance_to_name(self) -> str | None:
+        """The instance this evaluation runs for, to name in its errors (an engine
+        evaluation may have none: ``None``)."""
+        instance_id = self.context.instance_id
+        return instance_id if isinstance(instance_id, str) and instance_id else None
+
     def branch_ends(self) -> bool:
         """The engine's check after each step and callback: true when the evaluation is
         stopped, or when the current branch was interrupted (the interrupt is consumed: it ends

@@ -50,18 +50,34 @@ _TIMEOUT_ENDS: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictiona
 
 def watch(engine: Engine) -> None:
     """Listen to ``engine``'s transaction ends (once per engine object: an
-    ``execution_options`` copy is an engine of its own)."""
+    ``execution_options`` copy is an engine of its own). Called by every deferred claim:
+    the common case — watched already — returns at once."""
     if engine in _WATCHED:
         return
+    _listen_once(
+        engine,
+        _WATCHED,
+        (
+            ("commit", _before_commit),
+            ("savepoint", _before_savepoint),
+            ("set_connection_execution_options", _before_new_options),
+            ("rollback", _on_rollback),
+            ("handle_error", _on_error),
+        ),
+    )
+
+
+def _listen_once(
+    engine: Engine, watched: weakref.WeakSet[Engine], listeners: tuple[tuple[str, Any], ...]
+) -> None:
+    """Add ``listeners`` (event name, function) to ``engine`` unless ``watched`` holds it."""
+    if engine in watched:
+        return
     with _LOCK:
-        if engine in _WATCHED:
-            return
-        event.listen(engine, "commit", _before_commit)
-        event.listen(engine, "savepoint", _before_savepoint)
-        event.listen(engine, "set_connection_execution_options", _before_new_options)
-        event.listen(engine, "rollback", _on_rollback)
-        event.listen(engine, "handle_error", _on_error)
-        _WATCHED.add(engine)
+        if engine not in watched:
+            for name, listener in listeners:
+                event.listen(engine, name, listener)
+            watched.add(engine)
 
 
 class UnitCommits:
@@ -86,10 +102,7 @@ def watch_units(engine: Engine) -> None:
     statement listener: the library's statements keep the driver-level path."""
     if engine in _WATCHED_FOR_UNITS:
         return
-    with _LOCK:
-        if engine not in _WATCHED_FOR_UNITS:
-            event.listen(engine, "commit", _note_unit_commit)
-            _WATCHED_FOR_UNITS.add(engine)
+    _listen_once(engine, _WATCHED_FOR_UNITS, (("commit", _note_unit_commit),))
 
 
 def track_unit(conn: Connection) -> UnitCommits:

@@ -1172,9 +1172,9 @@ class SqlStateRepository:
         deferred in a caller's transaction (persistence.md §3) by this thread — by this
         repository, or by another one whose table is in the same schema — is dropped
         unsent; pass that transaction's ``connection`` to send it first instead. (Claims
-        other threads deferred stay: without the connection,
-        another transaction's, which holds the row lock, cannot be told from one of yours
-        run on a pool thread — an async app passes ``connection``.)"""
+        other threads deferred stay: without the connection, another transaction's, which
+        holds the row lock, cannot be told from one of yours run on a pool thread — an async
+        app passes ``connection``.)"""
         thread: int | None = threading.get_ident()
         if isinstance(connection, Connection):
             with self._translating(instance_id):

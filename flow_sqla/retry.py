@@ -95,8 +95,9 @@ def run_in_transaction(
     still be down: the earlier ``COMMIT`` may have succeeded),
     :class:`~flow_sqla.errors.RepositoryError` for any other database error (in each case with
     the cause chained), whatever ``fn`` raised itself otherwise (after the rollback),
-    :class:`~flow_sqla.errors.TransactionEndedError` when ``fn`` committed, rolled back or
-    closed the transaction itself (never run again: what it committed is kept), ``TypeError``
+    :class:`~flow_sqla.errors.TransactionEndedError` when ``fn`` committed the transaction
+    itself (never run again: what it committed is kept), or rolled it back or closed it and
+    returned (an error it raised after its own rollback is its own error), ``TypeError``
     for an argument of the wrong type (``bind`` not an ``Engine``, a generator or ``async``
     ``fn``, a non-bool ``idempotent``, ``attempts`` not an ``int``) and ``ValueError`` when
     ``attempts`` is below 1 — these two before anything runs.
