@@ -356,12 +356,16 @@ def stored_text(dialect: str, column: sa.ColumnElement[Any]) -> sa.ColumnElement
 
 
 def insert_overwriting(
-    table: sa.Table, values: Mapping[str, Any], columns: Sequence[str]
+    table: sa.Table,
+    values: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
 ) -> sa.Insert:
-    """MySQL/MariaDB: INSERT ``values`` into ``table``; a row already under one of its unique
-    keys takes ``columns`` from them (``ON DUPLICATE KEY UPDATE``, ``AS new`` on MySQL
-    8.0.20+). For the todo rows, whose sentinel may already be there."""
-    my = mysql.insert(table).values(dict(values))
+    """MySQL/MariaDB: INSERT ``values`` (one row, or several in one statement) into
+    ``table``; a row already under one of its unique keys takes ``columns`` from them
+    (``ON DUPLICATE KEY UPDATE``, ``AS new`` on MySQL 8.0.20+). For the todo rows, whose
+    sentinel may already be there."""
+    rows = dict(values) if isinstance(values, Mapping) else [dict(row) for row in values]
+    my = mysql.insert(table).values(rows)
     return my.on_duplicate_key_update({c: my.inserted[c] for c in columns}).inline()
 
 
@@ -791,6 +795,33 @@ _AUTOCOMMIT_PROBES: dict[str, Callable[[Connection], bool]] = {
 }
 
 
+#: MySQL's client capability flag for several ``;``-separated statements in one query.
+_CLIENT_MULTI_STATEMENTS = 1 << 16
+#: The MySQL drivers that send a query's text as it is and read its results one by one
+#: (``cursor.nextset()``), with the capability flags they connected with in ``client_flag``
+#: (PyMySQL's parameters are named, see below).
+_MULTI_STATEMENT_DRIVERS = frozenset({"mysqldb", "pymysql"})
+
+
+def sends_statements_together(conn: Connection) -> bool:
+    """Whether ``conn`` may send several statements in one round trip: a MySQL/MariaDB
+    connection of mysqlclient, which connects with multi-statements on unless told
+    ``multi_statements=False``. Read from the driver connection's flags, no round trip. The
+    statements' parameters are joined in order, so the parameter style must be positional:
+    SQLAlchemy binds PyMySQL's by name, and PyMySQL sends each statement alone even when its
+    ``client_flag`` allows several. PostgreSQL folds the same writes into one statement
+    instead (``DialectOps.index_merge``); SQLite has no round trips to save."""
+    dialect = conn.dialect
+    if (
+        dialect.name not in ("mysql", "mariadb")
+        or dialect.driver not in _MULTI_STATEMENT_DRIVERS
+        or not dialect.positional
+    ):
+        return False
+    flags = getattr(conn.connection.dbapi_connection, "client_flag", 0)
+    return isinstance(flags, int) and bool(flags & _CLIENT_MULTI_STATEMENTS)
+
+
 def transaction_still_open(conn: Connection) -> bool:
     """Whether the driver still shows a transaction open on ``conn``'s server session, from
     its own state (no round trip): ``False`` right after the server ended it behind the
@@ -843,6 +874,7 @@ __all__ = [
     "json_dumps",
     "migration_lock",
     "rolls_back_on_lock_timeout",
+    "sends_statements_together",
     "stored_text",
     "time_text",
     "transaction_still_open",

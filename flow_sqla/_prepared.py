@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import StatementError
@@ -196,32 +196,135 @@ class PreparedStatement:
             conn.exec_driver_sql(self.sql, bound)
 
     def _on_cursor(self, conn: Connection, bound: Any, *, many: bool) -> DriverResult:
-        """Execute on a cursor of ``conn``'s DBAPI connection. Driver errors (and interrupts,
-        which leave the connection in an unknown state) go through the ``Connection``'s own
-        handling — wrapped as ``sqlalchemy.exc.DBAPIError``, a lost connection invalidated, the
-        cursor closed; any other exception (a driver refusing a value: ``UnicodeEncodeError``,
-        a JSON column that does not decode) comes out unchanged, as from
-        ``Connection.execute``."""
+        """Execute on a cursor of ``conn``'s DBAPI connection (see :func:`_on_driver`)."""
         dialect = self._dialect
-        driver_error = dialect.loaded_dbapi.Error
-        cursor = None
-        try:
-            cursor = conn.connection.cursor()
+
+        def run(cursor: Any) -> DriverResult:
             if many:
                 dialect.do_executemany(cursor, self.sql, bound, None)
             else:
                 dialect.do_execute(cursor, self.sql, bound, None)
-            # Buffered drivers hold the rows already (rows are fetched inside this ``try``).
+            # Buffered drivers hold the rows already (rows are fetched inside the ``try``).
             rows = cursor.fetchall() if cursor.description is not None else ()
             # PEP 249 makes ``lastrowid`` optional (psycopg has none); only MySQL's is read.
-            result = DriverResult(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
-        except BaseException as exc:
-            if isinstance(exc, driver_error) or not isinstance(exc, Exception):
-                conn._handle_dbapi_exception(exc, self.sql, bound, cursor, None)
-            _close_quietly(cursor)
-            raise
-        cursor.close()
-        return result
+            return DriverResult(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
+
+        return _on_driver(conn, self.sql, bound, run)
+
+
+#: The most characters one query sent together carries (statements' text and parameters):
+#: each statement fits the server's ``max_allowed_packet`` on its own (a variable document is
+#: at most 1 MiB by default, limits.md), several large ones together might not. 64 K
+#: characters are at most 256 KiB on the wire (4 bytes a character in utf8mb4; escaping
+#: doubles only 1-byte ones), under every MySQL/MariaDB default since 5.5 (1 MiB); an
+#: approval's statements are a few kilobytes.
+TOGETHER_CHARS = 64 * 1024
+
+
+def execute_together(
+    conn: Connection,
+    statements: Sequence[tuple[PreparedStatement, Mapping[str, Any]]],
+    *,
+    counted: int = 0,
+    on_counted: Callable[[int], None] | None = None,
+) -> int:
+    """Run ``statements`` (each with its parameters) in order, as few ``;``-separated
+    queries as :data:`TOGETHER_CHARS` allows — usually one round trip — and return the row
+    count of the ``counted``-th (-1 when there is none); ``on_counted`` gets it once that
+    one has run, before a later one's error is raised. Only for a connection that
+    :func:`flow_sqla._dialect.sends_statements_together` allows, with the driver-level path
+    open (:func:`driver_path_open`), and for statements without result rows: the server runs
+    them in order and stops at the first that fails, whose error comes out as from
+    ``Connection.execute``. Each is still its own statement to the server (its counters, its
+    locks, its triggers); the round trips, cursors and calls are saved."""
+    bound: list[tuple[Any, ...]] = []
+    sizes: list[int] = []
+    for prepared, params in statements:
+        values = prepared.bind(params)
+        if not isinstance(values, tuple):
+            raise ValueError("statements sent together need a positional parameter style")
+        bound.append(values)
+        text = sum(len(value) for value in values if isinstance(value, str | bytes))
+        sizes.append(len(prepared.sql) + text)
+    rowcount = -1
+    first = 0
+    for last in query_ends(sizes):
+        found = _run_together(
+            conn, statements[first:last], bound[first:last], counted - first, on_counted
+        )
+        if found is not None:
+            rowcount = found
+        first = last
+    return rowcount
+
+
+def query_ends(sizes: Sequence[int]) -> list[int]:
+    """Where each query of :func:`execute_together` ends (exclusive indexes), given each
+    statement's size in characters: a statement joins the query before it while their sizes
+    stay within :data:`TOGETHER_CHARS`; a larger one goes alone."""
+    ends: list[int] = []
+    total = 0
+    for n, size in enumerate(sizes):
+        if n and total + size > TOGETHER_CHARS:
+            ends.append(n)
+            total = 0
+        total += size
+    if sizes:
+        ends.append(len(sizes))
+    return ends
+
+
+def _run_together(
+    conn: Connection,
+    statements: Sequence[tuple[PreparedStatement, Mapping[str, Any]]],
+    bound: Sequence[tuple[Any, ...]],
+    counted: int,
+    on_counted: Callable[[int], None] | None,
+) -> int | None:
+    """One query of :func:`execute_together`: the row count of its ``counted``-th statement
+    (``None`` when ``counted`` is not among them), handed to ``on_counted`` before the
+    results of the statements after it are read."""
+    dialect = statements[0][0]._dialect
+    sql = ";\n".join(prepared.sql for prepared, _ in statements)
+    params = tuple(value for values in bound for value in values)
+
+    def run(cursor: Any) -> int | None:
+        dialect.do_execute(cursor, sql, params, None)
+        rowcount = None
+        for n in range(len(statements)):
+            if n:  # the next statement's result: its error, if it failed, is raised here
+                cursor.nextset()
+            if n == counted:
+                rowcount = cursor.rowcount
+                if on_counted is not None:
+                    on_counted(rowcount)
+        return rowcount
+
+    return _on_driver(conn, sql, params, run)
+
+
+_T = TypeVar("_T")
+
+
+def _on_driver(conn: Connection, sql: str, bound: Any, run: Callable[[Any], _T]) -> _T:
+    """``run(cursor)`` on a cursor of ``conn``'s DBAPI connection. Driver errors (and
+    interrupts, which leave the connection in an unknown state) go through the
+    ``Connection``'s own handling — wrapped as ``sqlalchemy.exc.DBAPIError``, a lost
+    connection invalidated, the cursor closed; any other exception (a driver refusing a
+    value: ``UnicodeEncodeError``, a JSON column that does not decode) comes out unchanged,
+    as from ``Connection.execute``."""
+    driver_error = conn.dialect.loaded_dbapi.Error
+    cursor = None
+    try:
+        cursor = conn.connection.cursor()
+        result = run(cursor)
+    except BaseException as exc:
+        if isinstance(exc, driver_error) or not isinstance(exc, Exception):
+            conn._handle_dbapi_exception(exc, sql, bound, cursor, None)
+        _close_quietly(cursor)
+        raise
+    cursor.close()
+    return result
 
 
 def _close_quietly(cursor: Any) -> None:
@@ -264,4 +367,12 @@ class PreparedStatements:
         return self.get(conn, stmt).execute(conn, params, execution_options)
 
 
-__all__ = ["DriverResult", "PreparedStatement", "PreparedStatements", "driver_path_open"]
+__all__ = [
+    "TOGETHER_CHARS",
+    "DriverResult",
+    "PreparedStatement",
+    "PreparedStatements",
+    "driver_path_open",
+    "execute_together",
+    "query_ends",
+]

@@ -35,7 +35,7 @@ from flow.workflow.controllers import candidates_of
 from flow.workflow.states import TaskState
 from flow_sqla._dialect import ExactlyEqual, IndexMerge, insert_overwriting, stored_text
 from flow_sqla._limits import CheckedGraphs, check_id, display_text
-from flow_sqla._prepared import PreparedStatements
+from flow_sqla._prepared import PreparedStatement, PreparedStatements
 from flow_sqla._reads import decoded, fetch_rows
 from flow_sqla._rows import stored_status
 from flow_sqla.errors import UnstorableValueError
@@ -173,6 +173,8 @@ class TodoTable:
         self._insert_rows = self._insert_keeping_sentinel if sentinel else self._insert
         self._prepared = PreparedStatements()
         self._merged: dict[tuple[int, str, _Shape], tuple[sa.Update, sa.Update]] = {}
+        #: INSERTs of n rows in one statement (numbered parameters), by n.
+        self._inserts_of: dict[int, sa.Insert] = {}
 
     # -- writing -------------------------------------------------------------------------
     def changes(
@@ -206,6 +208,55 @@ class TodoTable:
             prepared.get(conn, self._update).execute_many(conn, changes.updated)
         if changes.inserted:
             prepared.get(conn, self._insert_rows).execute_many(conn, changes.inserted)
+
+    def statements(
+        self, conn: Connection, changes: TodoChanges
+    ) -> list[tuple[PreparedStatement, dict[str, Any]]] | None:
+        """``changes`` as prepared statements to send together with the row's UPDATE, in
+        :meth:`write`'s order (:func:`flow_sqla._prepared.execute_together`): one DELETE or
+        UPDATE per row, one INSERT of every new row. ``None`` past :data:`MERGE_ROWS` rows —
+        the INSERT of each row count is a statement compiled and kept once; such writes take
+        :meth:`write`."""
+        rows = len(changes.deleted) + len(changes.updated) + len(changes.inserted)
+        if not changes or rows > MERGE_ROWS:
+            return None
+        prepared = self._prepared
+        found: list[tuple[PreparedStatement, dict[str, Any]]] = []
+        if changes.deleted:
+            delete = prepared.get(conn, self._delete)
+            found += [(delete, row) for row in changes.deleted]
+        if changes.updated:
+            update = prepared.get(conn, self._update)
+            found += [(update, row) for row in changes.updated]
+        if changes.inserted:
+            params = {
+                f"i{n}_{name}": value
+                for n, row in enumerate(changes.inserted)
+                for name, value in row.items()
+            }
+            found.append((prepared.get(conn, self._insert_of(len(changes.inserted))), params))
+        return found
+
+    def _insert_of(self, count: int) -> sa.Insert:
+        """The INSERT of ``count`` rows in one statement, parameters numbered as
+        :meth:`statements` binds them — with sentinels, writing over an existing row of a
+        key as :attr:`_insert_rows` does."""
+        insert = self._inserts_of.get(count)
+        if insert is None:
+            todo = self._todo
+            rows = [
+                {
+                    name: sa.bindparam(f"i{n}_{name}", type_=todo.c[name].type)
+                    for name in _ROW_COLUMNS
+                }
+                for n in range(count)
+            ]
+            if self.sentinel:
+                insert = insert_overwriting(todo, rows, _OVERWRITTEN)
+            else:
+                insert = todo.insert().inline().values(rows)
+            self._inserts_of[count] = insert
+        return insert
 
     def repair(self, conn: Connection, instance_id: str, stored: InstanceIndex) -> bool:
         """Make the instance's todo rows exactly those of ``stored`` (its row's own index) when

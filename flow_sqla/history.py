@@ -36,6 +36,7 @@ from flow_sqla._limits import (
 )
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._reads import fetch_rows, read_time
+from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import InvalidArgumentError
@@ -157,9 +158,13 @@ class TaskHistoryRecorder:
         :class:`~flow.errors.SnapshotError` for a variable that cannot be stored."""
         row = self._row(ctx, record)
         insert = self._insert_of(tuple(row))
-        if isinstance(ctx.connection, Connection):
+        conn = ctx.connection
+        if isinstance(conn, Connection):
             with self._translating(record.instance_id):
-                self._prepared.execute(ctx.connection, insert, row)
+                prepared = self._prepared.get(conn, insert)
+                # Inside the instance's unit of work, the INSERT may go out with its write.
+                if not hold_back(conn, record.instance_id, (prepared, row)):
+                    prepared.execute(conn, row)
             return
         guard = Translating(self._dialect, record.instance_id)
         with guard, self.engine.connect() as conn, conn.begin() as trans:

@@ -53,7 +53,7 @@ from flow_sqla._limits import (
     check_readable,
     check_readable_instance_id,
 )
-from flow_sqla._prepared import PreparedStatements
+from flow_sqla._prepared import PreparedStatements, execute_together
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -68,6 +68,7 @@ from flow_sqla._rows import (
     utc_now,
 )
 from flow_sqla._todo import GraphCandidateChecks, TodoChanges, TodoTable, check_candidates
+from flow_sqla._together import HeldBack, Statement, holding_back, send_now, together_open
 from flow_sqla._transaction_events import watch
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
@@ -143,6 +144,7 @@ class _Operation:
         "final",
         "force_graph",
         "graph",
+        "held",
         "instance_id",
         "joined",
         "keep_vars",
@@ -177,6 +179,8 @@ class _Operation:
         self.pending: _DeferredClaim | None = None
         #: This operation's write, when it is deferred in its turn.
         self.deferred: _RowWrite | None = None
+        #: The statements held back to go out with the write (the history row's INSERT).
+        self.held: HeldBack | None = None
 
     def only_marks_waiting(self) -> bool:
         """Whether the operation is a claim: it changed states only to WAITING (or added
@@ -478,7 +482,7 @@ class SqlStateRepository:
         if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write, op.conn)):
             conn, pending = op.conn, op.pending
             done = None if pending is None else (lambda: HELD.done(conn, pending))
-            self._write(conn, write, row_sent=done)
+            self._write(conn, write, row_sent=done, held=op.held)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
         if op.locked and op.final is not None:
@@ -498,8 +502,11 @@ class SqlStateRepository:
         ops = self._local.ops
         ops[op.instance_id] = op
         try:
-            yield
-            self._flush(ctx, op)
+            with holding_back(op.conn, op.instance_id) as held:
+                op.held = held
+                yield
+                self._flush(ctx, op)
+                held.send(op.conn)  # what no write of the unit took along
         finally:
             ops.pop(op.instance_id, None)
 
@@ -749,12 +756,12 @@ class SqlStateRepository:
             op.deferred = write
             return
         if pending is None:
-            self._write(op.conn, write)
+            self._write(op.conn, write, held=op.held)
             return
         conn = op.conn
         # Done once the row's statement carrying it went out, before any todo statement: a
         # todo write that fails then must not leave the claim to be sent again at the COMMIT.
-        self._write(conn, write, row_sent=lambda: HELD.done(conn, pending))
+        self._write(conn, write, row_sent=lambda: HELD.done(conn, pending), held=op.held)
 
     def _write(
         self,
@@ -762,18 +769,23 @@ class SqlStateRepository:
         write: _RowWrite,
         *,
         row_sent: Callable[[], None] | None = None,
+        held: HeldBack | None = None,
     ) -> None:
         """The row's UPDATE and its todo rows' changes — one statement where the dialect
-        merges them (:meth:`_merged_update`). A row the caller's own SQL deleted in this
-        transaction is recreated (the operation decided on it under its lock). ``row_sent``
-        is called once the row's own statement has gone out."""
+        merges them (:meth:`_merged_update`), else one round trip where the connection sends
+        statements together (:meth:`_sent_together`) — after the statements ``held`` back
+        for it. A row the caller's own SQL deleted in this transaction is recreated (the
+        operation decided on it under its lock). ``row_sent`` is called once the row's own
+        statement has gone out."""
         todo = None
         if write.aggregate is not None:
             todo = self._todo.changes(write.instance_id, write.stored, write.aggregate)
-        if todo and self._merged_update(conn, write, todo):
-            if row_sent is not None:
-                row_sent()
+        before = [] if held is None else held.take()
+        if todo and self._merged_update(conn, write, todo, before, row_sent):
             return
+        if (todo or before) and self._sent_together(conn, write, todo, before, row_sent):
+            return
+        send_now(conn, before)
         if not self._update(conn, write):
             self._upsert(conn, write)
         if row_sent is not None:
@@ -834,11 +846,19 @@ class SqlStateRepository:
         op.final = None
         self._known.pop(op.instance_id)
 
-    def _merged_update(self, conn: Connection, write: _RowWrite, todo: TodoChanges) -> bool:
+    def _merged_update(
+        self,
+        conn: Connection,
+        write: _RowWrite,
+        todo: TodoChanges,
+        before: list[Statement],
+        row_sent: Callable[[], None] | None,
+    ) -> bool:
         """The row's UPDATE and the todo changes as one statement, where the dialect can
-        (:meth:`TodoTable.merged`); false when it cannot, or when MySQL's multi-table UPDATE
-        did not find every row — it then changed nothing or only rows that the separate
-        statements, which the caller runs next, set to the same values again."""
+        (:meth:`TodoTable.merged`), sent with the statements ``before`` it (which it then
+        empties); false when it cannot, or when MySQL's multi-table UPDATE did not find every
+        row — it then changed nothing or only rows that the separate statements, which the
+        caller runs next, set to the same values again."""
         how = self._dialect.index_merge
         if how is None:
             return False
@@ -852,11 +872,59 @@ class SqlStateRepository:
             _ROW_KEY: write.instance_id,
             **todo.params(),
         }
-        matched = self._execute(conn, stmt, params).rowcount
+        if before and together_open(conn):
+            merged = self._prepared.get(conn, stmt)
+            matched = execute_together(conn, [*before, (merged, params)], counted=len(before))
+            before.clear()
+        else:
+            send_now(conn, before)
+            before.clear()
+            matched = self._execute(conn, stmt, params).rowcount
         if how == "join_update":
-            return bool(matched == todo.joined_rowcount())
-        if not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
+            if matched != todo.joined_rowcount():
+                return False
+        elif not matched:  # the todo CTEs ran; the row itself is gone (the caller's own SQL)
             self._upsert(conn, write)
+        if row_sent is not None:
+            row_sent()
+        return True
+
+    def _sent_together(
+        self,
+        conn: Connection,
+        write: _RowWrite,
+        todo: TodoChanges | None,
+        before: list[Statement],
+        row_sent: Callable[[], None] | None,
+    ) -> bool:
+        """The statements ``before`` it, the row's UPDATE and the todo statements in one
+        round trip, where the connection sends several statements at once (MySQL/MariaDB,
+        where no statement deletes or inserts in one table while updating another); false
+        when it does not. Each is still its own statement. A todo change of more rows than
+        one statement carries follows on its own. A row the caller's own SQL deleted is
+        recreated, and the todo statements run again after it (the DELETE and UPDATE by key
+        join the row)."""
+        if not together_open(conn):
+            return False
+        after = [] if not todo else self._todo.statements(conn, todo)
+        stmt = self._update_statement(write.with_graph, write.with_index, write.audited)
+        assert isinstance(stmt, ClauseElement)
+        update = self._prepared.get(conn, stmt)
+        params = {**_updated(write.values, write.audited), _ROW_KEY: write.instance_id}
+        statements = [*before, (update, params), *(after or ())]
+
+        def counted(matched: int) -> None:
+            if matched and row_sent is not None:
+                row_sent()
+
+        matched = execute_together(conn, statements, counted=len(before), on_counted=counted)
+        before.clear()
+        if not matched:
+            self._upsert(conn, write)
+            if row_sent is not None:
+                row_sent()
+        if todo and (after is None or not matched):
+            self._todo.write(conn, todo)
         return True
 
     def _upsert(self, conn: Connection, write: _RowWrite) -> None:

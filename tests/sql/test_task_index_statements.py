@@ -56,6 +56,8 @@ def _statements(d: Dialect) -> str:
             [
                 "-- open-task rows' insert on MySQL/MariaDB (keeps an instance's sentinel row)",
                 _text(todo._insert_keeping_sentinel, d),
+                "-- the same, two rows in one statement (sent together with the row's UPDATE)",
+                _text(TodoTable(tables, sentinel=True)._insert_of(2), d),
             ]
             if d.name in ("mysql", "mariadb")
             else []

@@ -22,6 +22,9 @@ INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, cand
 -- open-task rows' insert on MySQL/MariaDB (keeps an instance's sentinel row)
 INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, candidate, lineage, create_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE graph_id = VALUES(graph_id), node_name = VALUES(node_name), state = VALUES(state), lineage = VALUES(lineage), create_time = VALUES(create_time)
 
+-- the same, two rows in one statement (sent together with the row's UPDATE)
+INSERT INTO bpm_flow_todo (instant_id, graph_id, node_id, node_name, state, candidate, lineage, create_time) VALUES (%s, %s, %s, %s, %s, %s, %s, %s), (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE graph_id = VALUES(graph_id), node_name = VALUES(node_name), state = VALUES(state), lineage = VALUES(lineage), create_time = VALUES(create_time)
+
 -- inbox page: one identity, first page
 SELECT bpm_flow_todo.id, bpm_flow_todo.instant_id, bpm_flow_todo.graph_id, bpm_flow_todo.node_id, bpm_flow_todo.node_name, bpm_flow_todo.state, bpm_flow_todo.candidate, bpm_flow_todo.lineage, bpm_flow_todo.create_time 
 FROM bpm_flow_todo 
