@@ -29,7 +29,9 @@ Variants (``--variants`` takes the short names in brackets):
   SQLAlchemy ``engine.begin()`` + ``exec_driver_sql`` [b'] — the floor of any Core-based
   library: ``SELECT ... FOR UPDATE``, ``UPDATE`` of the states, ``INSERT`` of the history row,
   ``COMMIT`` (the first approval of an instance also inserts its row first). (b) [b] runs the
-  text as ``text()`` constructs through ``conn.execute`` and is kept as a reference row;
+  text as ``text()`` constructs through ``conn.execute`` and is kept as a reference row, as
+  is (a2) [a2]: (a) with the ``UPDATE`` and the history ``INSERT`` in one round trip (a
+  multi-statement query), which is how flow_sqla sends them on mysqlclient;
 * ``SpiffWorkflow 3.2`` [spiff] (``pip install -e '.[bench]'``): the same process as BPMN,
   persisted with Spiff's JSON serializer plus one history row per approval, in one
   transaction (``bench/spiff_side.py``).
@@ -107,7 +109,10 @@ Variant = Callable[[str, list[int]], tuple[Runner, Closer]]
 
 # -- the hand-written baselines -------------------------------------------------------------
 def _baseline_instance(execute: Callable[[str, tuple[Any, ...]], Any], commit: Callable[[], None],
-                       fetch: Callable[[], Any], instance_id: str) -> None:  # fmt: skip
+                       fetch: Callable[[], Any], instance_id: str,
+                       together: bool = False) -> None:  # fmt: skip
+    """One instance driven to its end with the minimal SQL; ``together``: the state write and
+    the history insert in one round trip (a multi-statement query)."""
     for index, (actor, node, title, target, target_title, target_type, states) in enumerate(STEPS):
         now = _now()
         if index == 0:
@@ -116,12 +121,15 @@ def _baseline_instance(execute: Callable[[str, tuple[Any, ...]], Any], commit: C
         row = fetch()
         stored = json.loads(row[1]) if row and row[1] else {}
         variables = {**stored, "amount": 100}
-        execute(WRITE, (json.dumps(states), json.dumps(variables), actor, now, instance_id))
-        execute(
-            HISTORY,
-            (instance_id, "oa", node, node, title, "ACTIVITY", target, target_title, target_type,
-             actor, 1002, 1001, json.dumps({**variables, "actor": actor}), None, actor, now),
-        )  # fmt: skip
+        write = (json.dumps(states), json.dumps(variables), actor, now, instance_id)
+        history = (instance_id, "oa", node, node, title, "ACTIVITY", target, target_title,
+                   target_type, actor, 1002, 1001, json.dumps({**variables, "actor": actor}),
+                   None, actor, now)  # fmt: skip
+        if together:
+            execute(f"{WRITE};\n{HISTORY}", write + history)
+        else:
+            execute(WRITE, write)
+            execute(HISTORY, history)
         commit()
 
 
@@ -139,16 +147,18 @@ def _mysqldb_connect(dsn: str) -> Any:
     )
 
 
-def setup_mysqldb(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
+def setup_mysqldb(dsn: str, counter: list[int], together: bool = False) -> tuple[Runner, Closer]:
     conn = _mysqldb_connect(dsn)
     cursor = conn.cursor()
 
     def execute(sql: str, params: tuple[Any, ...]) -> None:
         counter[0] += 1
         cursor.execute(sql, params)
+        while cursor.nextset():  # a multi-statement query's further results
+            pass
 
     def run(instance_id: str) -> None:
-        _baseline_instance(execute, conn.commit, cursor.fetchone, instance_id)
+        _baseline_instance(execute, conn.commit, cursor.fetchone, instance_id, together)
 
     return run, conn.close
 
@@ -332,6 +342,9 @@ VARIANTS: dict[str, Variant] = {
         d, c, "process"
     ),
     "(a) bare MySQLdb": setup_mysqldb,
+    "(a2) bare MySQLdb, write + history in one round trip [ref]": lambda d, c: setup_mysqldb(
+        d, c, together=True
+    ),
     "(b) SQLAlchemy text() + begin() [ref]": setup_sqlalchemy_construct,
     "SpiffWorkflow 3.2 + JSON serializer": setup_spiffworkflow,
 }
@@ -345,6 +358,7 @@ SHORT_NAMES = {
     "claim": "flow_sqla claim, submit (two units)",
     "claim-process": "flow_sqla claim, submit (process cache)",
     "a": "(a) bare MySQLdb",
+    "a2": "(a2) bare MySQLdb, write + history in one round trip [ref]",
     "b": "(b) SQLAlchemy text() + begin() [ref]",
     "spiff": "SpiffWorkflow 3.2 + JSON serializer",
 }
