@@ -69,6 +69,14 @@ def open_engine(url: str) -> Engine:
     except SQLAlchemyError as exc:
         engine.dispose()
         raise CliError(f"cannot connect to {shown(url)}: {driver_message(exc)}") from exc
+    except (AttributeError, TypeError, ValueError, LookupError) as exc:
+        # A driver that fails on its connection options before it reports a DBAPI error
+        # (PyMySQL's unknown ``charset``: an AttributeError).
+        engine.dispose()
+        raise CliError(
+            f"cannot connect to {shown(url)}: the driver refused the connection options "
+            f"({type(exc).__name__}: {one_line(exc)})"
+        ) from exc
     return engine
 
 

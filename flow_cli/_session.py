@@ -686,14 +686,31 @@ def _driver_error(exc: BaseException) -> Any:
 
 
 def require_tables(engine: Engine, url: str, names: TableNames) -> None:
-    """A clear error when the database was never migrated (no flow tables yet)."""
+    """A clear error when the database was never migrated (no flow tables yet), or when it
+    was and the instance or history table is not there: a mistyped ``FLOW_REPO_TABLE`` /
+    ``FLOW_TASK_TABLE``, or a table dropped by hand — which ``flow migrate`` does not
+    recreate (the database is stamped at the newest revision already)."""
+    import sqlalchemy as sa
+
     from flow_sqla import migrations
 
-    if migrations.current(engine, **_names_kwargs(names)) is None:
+    revision = migrations.current(engine, **_names_kwargs(names))
+    if revision is None:
         raise CliError(
             f"{shown(url)} has no flow tables yet; create them with "
             f"'flow migrate --db URL' (or 'alembic upgrade head')"
         )
+    inspector = sa.inspect(engine)
+    for table, role, variable in (
+        (names.repo_table, "instance", "FLOW_REPO_TABLE"),
+        (names.task_table, "history", "FLOW_TASK_TABLE"),
+    ):
+        if not inspector.has_table(table, schema=names.schema):
+            raise CliError(
+                f"{shown(url)} is at flow revision {revision}, but its {role} table "
+                f"{table!r} does not exist; check {variable}, or restore the table "
+                "('flow migrate' does not recreate a table dropped by hand)"
+            )
 
 
 def _names_kwargs(names: TableNames) -> dict[str, Any]:

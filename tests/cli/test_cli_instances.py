@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from cli_support import REPO, Flow, single_error_line
 
 OA = str(REPO / "examples" / "oa.yml")
@@ -130,6 +131,8 @@ def test_bad_action_lists_the_valid_ones(flow: Flow) -> None:
     ("url", "says"),
     [
         ("mysql+pymysql://nobody@127.0.0.1:1/x", "cannot connect to "),
+        # PyMySQL fails on an unknown charset with an AttributeError, before any DBAPI error.
+        ("mysql+pymysql://nobody@127.0.0.1:1/x?charset=bogus", "cannot connect to "),
         ("sqlite:////nonexistent/directory/flow.sqlite", "no database at "),
     ],
 )
@@ -324,3 +327,20 @@ def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
     if migrated.startswith("sqlite"):
         assert lines["bad-1"].endswith("not a time: 'garbage'")
         assert lines["num-1"].endswith("not a time: '20240101'")
+
+
+@pytest.mark.parametrize(("table", "variable"), [("bpm_flow_task", "FLOW_TASK_TABLE")])
+def test_a_migrated_database_whose_history_table_is_gone_is_one_clear_line(
+    flow: Flow, migrated: str, table: str, variable: str
+) -> None:
+    """A table dropped by hand (or a mistyped name) is named, with what to check; 'flow
+    migrate' would only answer that the database is at the newest revision."""
+    assert flow("start", OA, "--instance", "t-1", "--actor", "employee", "--db", migrated).code == 0
+    engine = sa.create_engine(migrated)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP TABLE {table}")
+    engine.dispose()
+    for command in (("history", "t-1"), ("submit", "t-1", "apply", "forward")):
+        line = single_error_line(flow(*command, "--db", migrated))
+        assert f"history table {table!r} does not exist" in line
+        assert variable in line
