@@ -123,7 +123,10 @@ class SchemaMismatchError(RepositoryError):
     """
 
     def __init__(self, differences: Iterable[ColumnDifference], *, revision: str) -> None:
-        self.differences = tuple(differences)
+        # In a stable order (table, column): the schema comparison finds them in set order.
+        self.differences = tuple(
+            sorted(differences, key=lambda d: (d.table, d.column or "", d.kind))
+        )
         self.revision = revision
         lines = "\n".join(f"- {d.describe()}" for d in self.differences)
         if any(d.kind == "missing table" for d in self.differences):

@@ -77,9 +77,10 @@ class HistoryEntry:
     before revision ``flow0004``) and when the recorder does not write it either;
     ``variables`` are decoded; ``created_at`` is naive UTC. ``problem`` is ``None`` for
     a sound row; for a row whose ``variables`` cannot be decoded (not UTF-8 text, not JSON,
-    nested deeper than Python decodes, not an object, an unknown codec tag) it says why, and
-    ``variables`` is then empty; for a ``create_time`` that is no time (PostgreSQL's
-    ``'infinity'``, other text on SQLite) it says so too, and ``created_at`` is ``None`` — the
+    nested deeper than Python decodes, not an object) it says why, and ``variables`` is then
+    empty (a tag object the codec does not read comes back as the plain object it is); for
+    a ``create_time`` that is no time (PostgreSQL's ``'infinity'``, other text on SQLite) it
+    says so too, and ``created_at`` is ``None`` — the
     other columns are as stored.
     """
 
@@ -338,7 +339,9 @@ class TaskHistoryRecorder:
 
 def _page_size(limit: object) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_CURSOR:
-        raise InvalidArgumentError("limit", limit, "a page size must be an integer >= 1")
+        raise InvalidArgumentError(
+            "limit", limit, "a page size must be an integer from 1 to 2**63 - 1"
+        )
     return limit
 
 

@@ -337,3 +337,9 @@ def test_history_pages_by_keyset_oldest_first(db: sa.Engine) -> None:
 def test_history_rejects_bad_paging_arguments(db: sa.Engine, kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidArgumentError):
         TaskHistoryRecorder(db).history("page-2", **kwargs)
+
+
+@pytest.mark.parametrize("limit", [0, 2**63])
+def test_a_page_size_out_of_range_names_the_range(db: sa.Engine, limit: int) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"from 1 to 2\*\*63 - 1"):
+        TaskHistoryRecorder(db).history("page-3", limit=limit)

@@ -37,3 +37,23 @@ def test_x_arguments_win_over_the_environment() -> None:
 def test_a_bad_name_from_the_command_line_is_rejected_before_any_sql() -> None:
     with pytest.raises(InvalidIdentifierError, match="x;drop"):
         resolve_names({"repo_table": "x;drop"}, {})
+
+
+def test_schema_differences_are_listed_in_a_stable_order() -> None:
+    """The schema comparison finds differences in set order: the error lists them by table
+    and column, so two runs on the same tables print the same message."""
+    from flow_sqla.errors import ColumnDifference, SchemaMismatchError
+
+    found = [
+        ColumnDifference(table="bpm_flow_task", column="zeta", kind="extra", found="TEXT"),
+        ColumnDifference(table="bpm_flow_repository", column="beta", kind="extra", found="INT"),
+        ColumnDifference(table="bpm_flow_task", column="alpha", kind="extra", found="INT"),
+    ]
+    forwards = SchemaMismatchError(found, revision="flow0001")
+    backwards = SchemaMismatchError(reversed(found), revision="flow0001")
+    assert str(forwards) == str(backwards)
+    assert [(d.table, d.column) for d in forwards.differences] == [
+        ("bpm_flow_repository", "beta"),
+        ("bpm_flow_task", "alpha"),
+        ("bpm_flow_task", "zeta"),
+    ]
