@@ -36,12 +36,22 @@ def is_default(url: str) -> bool:
     return url == default_url()
 
 
+#: Query parameters of a URL that carry a password to the driver (psycopg's ``password``,
+#: PyMySQL's ``passwd``, ODBC-style ``pwd``): hidden like the URL's own password.
+_SECRET_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
+
+
 def shown(url: str) -> str:
-    """``url`` as it may be printed: the password hidden."""
+    """``url`` as it may be printed: the password hidden, also one passed as a query
+    parameter (``?password=...``)."""
     from sqlalchemy.engine import make_url
 
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        secret = {k: "***" for k in parsed.query if k.lower() in _SECRET_QUERY_KEYS}
+        if secret:
+            parsed = parsed.update_query_dict(secret)
+        return parsed.render_as_string(hide_password=True)
     except Exception:  # an unparsable URL is reported by open_engine
         return url
 
@@ -69,13 +79,13 @@ def open_engine(url: str) -> Engine:
     except SQLAlchemyError as exc:
         engine.dispose()
         raise CliError(f"cannot connect to {shown(url)}: {driver_message(exc)}") from exc
-    except (AttributeError, TypeError, ValueError, LookupError) as exc:
+    except (AttributeError, TypeError, ValueError, LookupError, OSError) as exc:
         # A driver that fails on its connection options before it reports a DBAPI error
-        # (PyMySQL's unknown ``charset``: an AttributeError).
+        # (PyMySQL: an AttributeError for an unknown ``charset``, FileNotFoundError for a
+        # missing ``ssl_ca``). Said as it is: --debug shows the chain.
         engine.dispose()
         raise CliError(
-            f"cannot connect to {shown(url)}: the driver refused the connection options "
-            f"({type(exc).__name__}: {one_line(exc)})"
+            f"cannot connect to {shown(url)}: {type(exc).__name__}: {one_line(exc)}"
         ) from exc
     return engine
 

@@ -182,6 +182,9 @@ class Session:
                 upgrade(engine, url, names)
             else:
                 require_tables(engine, url, names)
+            # After an upgrade too: a table dropped by hand stays dropped, and the database
+            # is already at the newest revision.
+            require_table_set(engine, url, names)
             yield cls(engine, url, names)
         finally:
             engine.dispose()
@@ -686,20 +689,23 @@ def _driver_error(exc: BaseException) -> Any:
 
 
 def require_tables(engine: Engine, url: str, names: TableNames) -> None:
-    """A clear error when the database was never migrated (no flow tables yet), or when it
-    was and the instance or history table is not there: a mistyped ``FLOW_REPO_TABLE`` /
-    ``FLOW_TASK_TABLE``, or a table dropped by hand — which ``flow migrate`` does not
-    recreate (the database is stamped at the newest revision already)."""
-    import sqlalchemy as sa
-
+    """A clear error when the database was never migrated (no flow tables yet)."""
     from flow_sqla import migrations
 
-    revision = migrations.current(engine, **_names_kwargs(names))
-    if revision is None:
+    if migrations.current(engine, **_names_kwargs(names)) is None:
         raise CliError(
             f"{shown(url)} has no flow tables yet; create them with "
             f"'flow migrate --db URL' (or 'alembic upgrade head')"
         )
+
+
+def require_table_set(engine: Engine, url: str, names: TableNames) -> None:
+    """A clear error when a migrated database lacks its instance or history table: a table
+    dropped by hand, which ``flow migrate`` does not recreate (the database is stamped at the
+    newest revision already), or a table name mistyped where the version table is named
+    on its own (``FLOW_VERSION_TABLE``, or a custom instance table)."""
+    import sqlalchemy as sa
+
     inspector = sa.inspect(engine)
     for table, role, variable in (
         (names.repo_table, "instance", "FLOW_REPO_TABLE"),
@@ -707,9 +713,9 @@ def require_tables(engine: Engine, url: str, names: TableNames) -> None:
     ):
         if not inspector.has_table(table, schema=names.schema):
             raise CliError(
-                f"{shown(url)} is at flow revision {revision}, but its {role} table "
-                f"{table!r} does not exist; check {variable}, or restore the table "
-                "('flow migrate' does not recreate a table dropped by hand)"
+                f"{shown(url)} is migrated, but its {role} table {table!r} does not exist; "
+                f"check {variable}, or restore the table ('flow migrate' does not recreate "
+                "a table dropped by hand)"
             )
 
 

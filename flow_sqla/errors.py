@@ -123,9 +123,13 @@ class SchemaMismatchError(RepositoryError):
     """
 
     def __init__(self, differences: Iterable[ColumnDifference], *, revision: str) -> None:
-        # In a stable order (table, column): the schema comparison finds them in set order.
+        # A missing table first (the likely cause of the rest), then by table and column: the
+        # schema comparison finds them in set order, which changed the message on every run.
         self.differences = tuple(
-            sorted(differences, key=lambda d: (d.table, d.column or "", d.kind))
+            sorted(
+                differences,
+                key=lambda d: (d.kind != "missing table", d.table, d.column or "", d.kind),
+            )
         )
         self.revision = revision
         lines = "\n".join(f"- {d.describe()}" for d in self.differences)

@@ -189,7 +189,8 @@ class TaskHistoryRecorder:
         """Entries of one instance, oldest first: all of them, or at most ``limit``; pass the
         last ``id`` of a page as ``after_id`` for the next one (keyset paging on ``id``, as
         fast on page 100 as on page 1). Raises :class:`InvalidArgumentError` for a ``limit``
-        below 1 or a non-integer ``after_id``."""
+        that is not an integer from 1 to 2**63 - 1, or an ``after_id`` that is not a 64-bit
+        integer."""
         check_readable_instance_id(instance_id)
         t = self._table
         stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)

@@ -333,14 +333,22 @@ def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
 def test_a_migrated_database_whose_history_table_is_gone_is_one_clear_line(
     flow: Flow, migrated: str, table: str, variable: str
 ) -> None:
-    """A table dropped by hand (or a mistyped name) is named, with what to check; 'flow
-    migrate' would only answer that the database is at the newest revision."""
+    """A table dropped by hand (or a mistyped name) is named, with what to check — by 'flow
+    migrate' too, which does not recreate it (the database is at the newest revision)."""
     assert flow("start", OA, "--instance", "t-1", "--actor", "employee", "--db", migrated).code == 0
     engine = sa.create_engine(migrated)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP TABLE {table}")
     engine.dispose()
-    for command in (("history", "t-1"), ("submit", "t-1", "apply", "forward")):
+    for command in (("history", "t-1"), ("submit", "t-1", "apply", "forward"), ("migrate",)):
         line = single_error_line(flow(*command, "--db", migrated))
         assert f"history table {table!r} does not exist" in line
         assert variable in line
+
+
+@pytest.mark.parametrize("key", ["password", "passwd", "PWD"])
+def test_a_password_given_as_a_query_parameter_is_never_printed(flow: Flow, key: str) -> None:
+    url = f"mysql+pymysql://nobody@127.0.0.1:1/x?{key}=s3cret-word"
+    line = single_error_line(flow("instances", "--db", url))
+    assert line.startswith("flow: error: cannot connect to ")
+    assert "s3cret-word" not in line and f"{key}=" in line

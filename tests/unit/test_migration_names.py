@@ -47,12 +47,15 @@ def test_schema_differences_are_listed_in_a_stable_order() -> None:
     found = [
         ColumnDifference(table="bpm_flow_task", column="zeta", kind="extra", found="TEXT"),
         ColumnDifference(table="bpm_flow_repository", column="beta", kind="extra", found="INT"),
+        ColumnDifference(table="typo_task", column=None, kind="missing table"),
         ColumnDifference(table="bpm_flow_task", column="alpha", kind="extra", found="INT"),
     ]
     forwards = SchemaMismatchError(found, revision="flow0001")
     backwards = SchemaMismatchError(reversed(found), revision="flow0001")
     assert str(forwards) == str(backwards)
+    # A missing table first: the likely cause of the rest.
     assert [(d.table, d.column) for d in forwards.differences] == [
+        ("typo_task", None),
         ("bpm_flow_repository", "beta"),
         ("bpm_flow_task", "alpha"),
         ("bpm_flow_task", "zeta"),
