@@ -124,10 +124,16 @@ class TodoChanges:
                 params[f"{prefix}{n}_candidate"] = row["k_candidate"]
         if self.updated:
             params["u_state"] = self.updated[0]["k_state"]
-        for n, row in enumerate(self.inserted):
-            for name, value in row.items():
-                params[f"i{n}_{name}"] = value
+        params.update(self.inserted_params())
         return params
+
+    def inserted_params(self) -> dict[str, Any]:
+        """The inserted rows' values as the numbered parameters of :func:`_numbered_rows`."""
+        return {
+            f"i{n}_{name}": value
+            for n, row in enumerate(self.inserted)
+            for name, value in row.items()
+        }
 
     def joined_rowcount(self) -> int:
         """Rows a ``join_update`` matches when the instance row and every todo row exist."""
@@ -229,12 +235,8 @@ class TodoTable:
             update = prepared.get(conn, self._update)
             found += [(update, row) for row in changes.updated]
         if changes.inserted:
-            params = {
-                f"i{n}_{name}": value
-                for n, row in enumerate(changes.inserted)
-                for name, value in row.items()
-            }
-            found.append((prepared.get(conn, self._insert_of(len(changes.inserted))), params))
+            insert = prepared.get(conn, self._insert_of(len(changes.inserted)))
+            found.append((insert, changes.inserted_params()))
         return found
 
     def _insert_of(self, count: int) -> sa.Insert:
@@ -244,13 +246,7 @@ class TodoTable:
         insert = self._inserts_of.get(count)
         if insert is None:
             todo = self._todo
-            rows = [
-                {
-                    name: sa.bindparam(f"i{n}_{name}", type_=todo.c[name].type)
-                    for name in _ROW_COLUMNS
-                }
-                for n in range(count)
-            ]
+            rows = _numbered_rows(todo, count)
             if self.sentinel:
                 insert = insert_overwriting(todo, rows, _OVERWRITTEN)
             else:
@@ -359,11 +355,7 @@ class TodoTable:
             stmt = sa.update(todo).where(row_key, keys("u", updated)).values(state=state)
             ctes.append(stmt.cte("todo_restated"))
         if inserted:
-            rows = [
-                {c: sa.bindparam(f"i{n}_{c}", type_=todo.c[c].type) for c in _ROW_COLUMNS}
-                for n in range(inserted)
-            ]
-            ctes.append(todo.insert().values(rows).cte("todo_opened"))
+            ctes.append(todo.insert().values(_numbered_rows(todo, inserted)).cte("todo_opened"))
         return row_update.add_cte(*ctes)
 
     # -- queries -------------------------------------------------------------------------
@@ -504,6 +496,15 @@ class TodoTable:
                 found._mapping for found in fetch_rows(conn, stmt, self._repo.fullname, _BY_HAND)
             )
         ]
+
+
+def _numbered_rows(todo: sa.Table, count: int) -> list[dict[str, sa.BindParameter[Any]]]:
+    """``count`` rows of bound parameters for a multi-row INSERT, row ``n``'s named
+    ``i{n}_{column}`` (:meth:`TodoChanges.inserted_params`)."""
+    return [
+        {name: sa.bindparam(f"i{n}_{name}", type_=todo.c[name].type) for name in _ROW_COLUMNS}
+        for n in range(count)
+    ]
 
 
 def _TASK_COLUMNS(t: sa.Table) -> list[sa.Column[Any]]:

@@ -907,11 +907,9 @@ class SqlStateRepository:
         if not together_open(conn):
             return False
         after = [] if not todo else self._todo.statements(conn, todo)
-        stmt = self._update_statement(write.with_graph, write.with_index, write.audited)
+        stmt, params = self._row_update(write)
         assert isinstance(stmt, ClauseElement)
-        update = self._prepared.get(conn, stmt)
-        params = {**_updated(write.values, write.audited), _ROW_KEY: write.instance_id}
-        statements = [*before, (update, params), *(after or ())]
+        statements = [*before, (self._prepared.get(conn, stmt), params), *(after or ())]
 
         def counted(matched: int) -> None:
             if matched and row_sent is not None:
@@ -939,9 +937,13 @@ class SqlStateRepository:
     def _update(self, conn: Connection, write: _RowWrite) -> bool:
         """UPDATE the locked row; false when no row matched (deleted inside this very
         transaction by the caller's own code), so the upsert recreates it."""
-        params = {**_updated(write.values, write.audited), _ROW_KEY: write.instance_id}
-        stmt = self._update_statement(write.with_graph, write.with_index, write.audited)
+        stmt, params = self._row_update(write)
         return bool(self._execute(conn, stmt, params).rowcount)
+
+    def _row_update(self, write: _RowWrite) -> tuple[Executable, dict[str, Any]]:
+        """The locked row's UPDATE for ``write`` and its parameters."""
+        params = {**_updated(write.values, write.audited), _ROW_KEY: write.instance_id}
+        return self._update_statement(write.with_graph, write.with_index, write.audited), params
 
     def _graph_doc(self, graph: Graph) -> str:
         """``graph.to_dict()`` as JSON text, encoded once per graph object (graphs are
