@@ -8,7 +8,7 @@ text, decoding them row by row: a row whose JSON, text or time is corrupt comes 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -184,13 +184,20 @@ class TaskHistoryRecorder:
         return insert
 
     def history(
-        self, instance_id: str, *, limit: int | None = None, after_id: int | None = None
+        self,
+        instance_id: str,
+        *,
+        limit: int | None = None,
+        after_id: int | None = None,
+        connection: Connection | None = None,
     ) -> list[HistoryEntry]:
         """Entries of one instance, oldest first: all of them, or at most ``limit``; pass the
         last ``id`` of a page as ``after_id`` for the next one (keyset paging on ``id``, as
-        fast on page 100 as on page 1). Raises :class:`InvalidArgumentError` for a ``limit``
-        that is not an integer from 1 to 2**63 - 1, or an ``after_id`` that is not a 64-bit
-        integer."""
+        fast on page 100 as on page 1). ``connection``: your transaction's, to read there (it
+        sees your uncommitted steps, and a request already holding a pooled connection does
+        not wait for a second one); else one of the recorder's engine. Raises
+        :class:`InvalidArgumentError` for a ``limit`` that is not an integer from 1 to
+        2**63 - 1, or an ``after_id`` that is not a 64-bit integer."""
         check_readable_instance_id(instance_id)
         t = self._table
         stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)
@@ -199,29 +206,41 @@ class TaskHistoryRecorder:
         stmt = stmt.order_by(t.c.id)
         if limit is not None:
             stmt = stmt.limit(_page_size(limit))
-        return self._query(stmt, instance_id)
+        return self._query(stmt, instance_id, connection)
 
     def by_assignee(
-        self, assignee: str, *, limit: int = 50, before_id: int | None = None
+        self,
+        assignee: str,
+        *,
+        limit: int = 50,
+        before_id: int | None = None,
+        connection: Connection | None = None,
     ) -> list[HistoryEntry]:
         """Entries submitted by ``assignee``, newest first; pass the last ``id`` of a page as
-        ``before_id`` to get the next page (keyset paging)."""
+        ``before_id`` to get the next page (keyset paging). ``connection``: as for
+        :meth:`history`."""
         check_readable(assignee, "assignee")
         t = self._table
         stmt = sa.select(*self._columns).where(t.c.assignee == assignee)
         if before_id is not None:
             stmt = stmt.where(t.c.id < _page_key(before_id, "before_id"))
-        return self._query(stmt.order_by(t.c.id.desc()).limit(_page_size(limit)), None)
+        stmt = stmt.order_by(t.c.id.desc()).limit(_page_size(limit))
+        return self._query(stmt, None, connection)
 
-    def _query(self, stmt: sa.Select[Any], instance_id: str | None) -> list[HistoryEntry]:
-        with self._translating(instance_id), self.engine.connect() as conn:
-            rows = fetch_rows(
-                conn,
-                stmt,
-                self._table.fullname,
-                "the recorder writes only times there: correct the row by hand",
-            )
+    def _query(
+        self, stmt: sa.Select[Any], instance_id: str | None, connection: Connection | None
+    ) -> list[HistoryEntry]:
+        with self._translating(instance_id):
+            if connection is None:
+                with self.engine.connect() as conn:
+                    rows = self._fetch(conn, stmt)
+            else:
+                rows = self._fetch(_checked_connection(connection), stmt)
         return [self._entry(*row) for row in rows]
+
+    def _fetch(self, conn: Connection, stmt: sa.Select[Any]) -> Sequence[Any]:
+        remedy = "the recorder writes only times there: correct the row by hand"
+        return fetch_rows(conn, stmt, self._table.fullname, remedy)
 
     def _row(self, ctx: FlowContext, record: TaskRecord) -> dict[str, Any]:
         """The row of ``record``; every value is checked against its column first
@@ -336,6 +355,16 @@ class TaskHistoryRecorder:
 
     def __repr__(self) -> str:
         return f"TaskHistoryRecorder(table={self._table.name!r})"
+
+
+def _checked_connection(connection: object) -> Connection:
+    """The caller's ``connection=``: a SQLAlchemy ``Connection`` (an ``Engine`` or a DBAPI
+    connection would be read on without its transaction, or fail deep in the driver)."""
+    if not isinstance(connection, Connection):
+        raise InvalidArgumentError(
+            "connection", type(connection).__name__, "must be a SQLAlchemy Connection"
+        )
+    return connection
 
 
 def _page_size(limit: object) -> int:

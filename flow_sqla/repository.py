@@ -1131,14 +1131,14 @@ class SqlStateRepository:
         with self._query(connection=connection) as conn:
             return self._todo.inbox(conn, identities, graph_id, limit, after)
 
-    def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
+    def index_open_tasks(self, instance_id: str, *, connection: object = None) -> list[OpenTask]:
         check_readable_instance_id(instance_id)
-        with self._query(instance_id) as conn:
+        with self._query(instance_id, connection=connection) as conn:
             return self._todo.open_tasks(conn, instance_id)
 
-    def index_status(self, instance_id: str) -> InstanceStatus | None:
+    def index_status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         check_readable_instance_id(instance_id)
-        with self._query(instance_id) as conn:
+        with self._query(instance_id, connection=connection) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
         return None if code is None else stored_status(instance_id, code)
 
@@ -1150,9 +1150,10 @@ class SqlStateRepository:
         creator: str | None,
         limit: int,
         after: int | None,
+        connection: object = None,
     ) -> list[InstanceSummary]:
         _check_filters(graph_id=graph_id, creator=creator)
-        with self._query() as conn:
+        with self._query(connection=connection) as conn:
             return self._todo.instances(conn, status, graph_id, creator, limit, after)
 
     def _op(self, ctx: FlowContext) -> _Operation:

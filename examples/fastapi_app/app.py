@@ -294,7 +294,9 @@ def create_app(database_url: str | None = None) -> FastAPI:
                 next=entry.target_node_id,
                 message=entry.message,
             )
-            for entry in history.history(instance_id)
+            # On the request's connection: a second one from the pool, taken while this one
+            # is held, would make concurrent requests wait for each other's (and time out).
+            for entry in history.history(instance_id, connection=conn)
         ]
 
     @app.get("/inbox")
@@ -332,9 +334,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
             ctx = FlowContext.of(instance_id, connection=conn)
             ctx.put("actor", actor)
             if not workflow.withdraw(graph, ctx, message=None if body is None else body.message):
-                status = workflow.status(instance_id)
-                name = status.name.lower() if status is not None else "unknown"
-                raise HTTPException(409, f"{instance_id} is {name}, not running")
+                raise _AnsweredAfter()
             conn.execute(
                 expense.update()
                 .where(expense.c.instance_id == instance_id)
@@ -343,7 +343,12 @@ def create_app(database_url: str | None = None) -> FastAPI:
             return _expense_out(conn, workflow, graph, instance_id)
 
         # Safe to re-run after a lost COMMIT: the re-run finds the expense withdrawn (409).
-        return run_in_transaction(engine, withdraw_once, idempotent=True)
+        try:
+            return run_in_transaction(engine, withdraw_once, idempotent=True)
+        except _AnsweredAfter:
+            status = workflow.status(instance_id)
+            name = status.name.lower() if status is not None else "unknown"
+            raise HTTPException(409, f"{instance_id} is {name}, not running") from None
 
     @app.post("/expenses/{instance_id}/send-back")
     def send_back(instance_id: ExpenseId, actor: Actor, body: Comment | None = None) -> ExpenseOut:
@@ -354,11 +359,9 @@ def create_app(database_url: str | None = None) -> FastAPI:
             _expense_row(conn, instance_id)
             ctx = FlowContext.of(instance_id, connection=conn)
             ctx.put("actor", actor)
-            if workflow.status(instance_id) != InstanceStatus.RUNNING:
-                raise HTTPException(409, f"{instance_id} is closed")
-            task = workflow.claim_task(graph, ctx)
+            task = workflow.claim_task(graph, ctx)  # None for a closed instance too
             if task is None or task.state != TaskState.WAITING:
-                raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}")
+                raise _AnsweredAfter()
             if not workflow.send_back(task, ctx, message=None if body is None else body.message):
                 raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
             conn.execute(
@@ -369,9 +372,22 @@ def create_app(database_url: str | None = None) -> FastAPI:
             return _expense_out(conn, workflow, graph, instance_id)
 
         # Safe to re-run after a lost COMMIT: the re-run finds no waiting task (403/409).
-        return run_in_transaction(engine, send_back_once, idempotent=True)
+        try:
+            return run_in_transaction(engine, send_back_once, idempotent=True)
+        except _AnsweredAfter:
+            if workflow.status(instance_id) != InstanceStatus.RUNNING:
+                raise HTTPException(409, f"{instance_id} is closed") from None
+            raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}") from None
 
     return app
+
+
+class _AnsweredAfter(Exception):
+    """Nothing to do for this caller: the unit rolls back, and the answer (closed: 409, not
+    the caller's task: 403) is read once its transaction has ended. Read inside it, the
+    status could come from the transaction's snapshot (REPEATABLE READ, MariaDB/MySQL's
+    default), taken before a decision that committed meanwhile — "not yours" where the
+    expense is in fact closed — and from a second pooled connection while this one is held."""
 
 
 def _expense_row(conn: sa.Connection, instance_id: str) -> sa.RowMapping:

@@ -185,9 +185,13 @@ class SupportsTaskIndex(Protocol):
         when the repository can, so it sees the caller's own uncommitted work."""
         ...
 
-    def index_open_tasks(self, instance_id: str) -> list[OpenTask]: ...
+    def index_open_tasks(
+        self, instance_id: str, *, connection: object = None
+    ) -> list[OpenTask]: ...
 
-    def index_status(self, instance_id: str) -> InstanceStatus | None: ...
+    def index_status(
+        self, instance_id: str, *, connection: object = None
+    ) -> InstanceStatus | None: ...
 
     def index_instances(
         self,
@@ -197,7 +201,11 @@ class SupportsTaskIndex(Protocol):
         creator: str | None,
         limit: int,
         after: int | None,
-    ) -> list[InstanceSummary]: ...
+        connection: object = None,
+    ) -> list[InstanceSummary]:
+        """As :meth:`index_inbox`, each query runs on ``connection`` when one is given and
+        the repository can use it."""
+        ...
 
 
 __all__ = [

@@ -257,17 +257,27 @@ class WorkflowExecutor:
             identities, graph_id=graph_id, limit=limit, after=after, connection=ctx.connection
         )
 
-    def open_tasks(self, instance_id: str) -> list[OpenTask]:
+    def open_tasks(self, instance_id: str, *, connection: object = None) -> list[OpenTask]:
         """The open tasks of one instance (empty when it has none or is unknown), oldest
-        first. Raises :class:`IndexUnavailableError`, :class:`InvalidInstanceIdError`."""
-        index = self._require_index("open_tasks")
-        return index.index_open_tasks(checked_instance_id(instance_id))
-
-    def status(self, instance_id: str) -> InstanceStatus | None:
-        """The stored status of one instance; ``None`` when it is unknown (or was written
-        before the index existed and not reindexed). Raises :class:`IndexUnavailableError`,
+        first. ``connection``: as for :meth:`status`. Raises :class:`IndexUnavailableError`,
         :class:`InvalidInstanceIdError`."""
-        return self._require_index("status").index_status(checked_instance_id(instance_id))
+        index = self._require_index("open_tasks")
+        instance_id = checked_instance_id(instance_id)
+        if connection is None:
+            return index.index_open_tasks(instance_id)
+        return index.index_open_tasks(instance_id, connection=connection)
+
+    def status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
+        """The stored status of one instance; ``None`` when it is unknown (or was written
+        before the index existed and not reindexed). On SQL, ``connection`` (your transaction's
+        ``Connection``) runs the read there: it sees your own uncommitted steps, and a request
+        that already holds a pooled connection does not wait for a second one. Raises
+        :class:`IndexUnavailableError`, :class:`InvalidInstanceIdError`."""
+        index = self._require_index("status")
+        instance_id = checked_instance_id(instance_id)
+        if connection is None:
+            return index.index_status(instance_id)
+        return index.index_status(instance_id, connection=connection)
 
     def instances(
         self,
@@ -277,18 +287,28 @@ class WorkflowExecutor:
         creator: str | None = None,
         limit: int = 50,
         after: int | None = None,
+        connection: object = None,
     ) -> list[InstanceSummary]:
         """Indexed instances, newest first, filtered by status, graph and creator. Page with
-        ``after`` = the last summary's ``cursor``. Raises :class:`IndexUnavailableError`,
-        :class:`InvalidQueryError`."""
+        ``after`` = the last summary's ``cursor``. ``connection``: as for :meth:`status`.
+        Raises :class:`IndexUnavailableError`, :class:`InvalidQueryError`."""
         index = self._require_index("instances")
         check_page(limit, after)
         check_filter("graph_id", graph_id)
         check_filter("creator", creator)
         if status is not None:
             status = checked_status(status)
+        if connection is None:  # a repository of the protocol's first form takes no connection
+            return index.index_instances(
+                status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
+            )
         return index.index_instances(
-            status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
+            status=status,
+            graph_id=graph_id,
+            creator=creator,
+            limit=limit,
+            after=after,
+            connection=connection,
         )
 
     # -- the approval aggregate: withdraw and send back ------------------------------------

@@ -240,13 +240,13 @@ class InMemoryStateRepository:
         found.sort(key=lambda t: t.cursor)
         return found[:limit]
 
-    def index_open_tasks(self, instance_id: str) -> list[OpenTask]:
+    def index_open_tasks(self, instance_id: str, *, connection: object = None) -> list[OpenTask]:
         with self._lock:
             stored = self._index.get(instance_id)
             tasks = [] if stored is None else _open_tasks(instance_id, stored)
         return sorted(tasks, key=lambda t: t.cursor)
 
-    def index_status(self, instance_id: str) -> InstanceStatus | None:
+    def index_status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         with self._lock:
             stored = self._index.get(instance_id)
         return None if stored is None else stored.index.status
@@ -259,6 +259,7 @@ class InMemoryStateRepository:
         creator: str | None,
         limit: int,
         after: int | None,
+        connection: object = None,
     ) -> list[InstanceSummary]:
         with self._lock:
             found = [

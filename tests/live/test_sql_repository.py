@@ -148,6 +148,32 @@ def test_history_by_assignee_pages_newest_first(db: sa.Engine) -> None:
     assert [e.instance_id for e in first + second] == [f"p-{i}" for i in range(4, -1, -1)]
 
 
+def test_history_reads_on_the_callers_connection(db: sa.Engine) -> None:
+    """It sees the caller's uncommitted step and takes no second pooled connection while the
+    caller holds one (a request that did waited for others' connections under load)."""
+    ex = executor(db)
+    recorder = TaskHistoryRecorder(db)
+    checked_out: list[int] = []
+    sa.event.listen(db.pool, "checkout", lambda *args: checked_out.append(1))
+    with db.begin() as conn:
+        c = ctx("c-1", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        checked_out.clear()
+        assert [e.instance_id for e in recorder.history("c-1", connection=conn)] == ["c-1"]
+        assert [e.instance_id for e in recorder.by_assignee("employee", connection=conn)] == ["c-1"]
+        assert checked_out == []
+        conn.rollback()
+    assert recorder.history("c-1") == [] and recorder.by_assignee("employee") == []
+
+
+def test_history_refuses_a_connection_that_is_not_one(db: sa.Engine) -> None:
+    recorder = TaskHistoryRecorder(db)
+    with pytest.raises(InvalidArgumentError, match="connection"):
+        recorder.history("c-1", connection=db)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="connection"):
+        recorder.by_assignee("employee", connection="conn")  # type: ignore[arg-type]
+
+
 def test_snapshot_round_trip_replaces_vars_whole(db: sa.Engine) -> None:
     ex = executor(db)
     approve(ex, "s-1", "employee", amount=10, note="old")

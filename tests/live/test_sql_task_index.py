@@ -579,6 +579,25 @@ def test_the_inbox_reads_on_the_callers_connection(db: sa.Engine) -> None:
     assert ex.inbox(FlowContext.of(None, {"actor": "manager"})) == []
 
 
+def test_status_open_tasks_and_instances_read_on_the_callers_connection(db: sa.Engine) -> None:
+    """They see the caller's uncommitted step, and take no second pooled connection while the
+    caller holds one (a request that did waited for others' connections under load)."""
+    ex = executor(db, index=True)
+    checked_out: list[int] = []
+    sa.event.listen(db.pool, "checkout", lambda *args: checked_out.append(1))
+    with db.begin() as conn:
+        c = ctx("t-2", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+        checked_out.clear()
+        assert ex.status("t-2", connection=conn) == InstanceStatus.RUNNING
+        assert [t.node_id for t in ex.open_tasks("t-2", connection=conn)] == ["manager"]
+        assert [s.instance_id for s in ex.instances(connection=conn)] == ["t-2"]
+        assert checked_out == []
+        conn.rollback()
+    assert ex.status("t-2") is None
+    assert ex.open_tasks("t-2") == [] and ex.instances() == []
+
+
 def _stored_vars(db: sa.Engine, instance_id: str) -> Any:
     row = raw_row(db, instance_id)
     assert row is not None

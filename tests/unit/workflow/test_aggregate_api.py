@@ -37,6 +37,7 @@ from flow.workflow import (
     InvalidInstanceIdError,
     InvalidQueryError,
     NotBlockStateController,
+    OpenTask,
     SendBackError,
     Task,
     TaskAction,
@@ -99,6 +100,39 @@ def test_status_is_completed_at_end_and_running_again_after_a_back(ex: WorkflowE
     assert ex.status("i-1") == InstanceStatus.RUNNING
     assert ex.instances()[0].finished_at is None
     assert [t.node_id for t in ex.open_tasks("i-1")] == ["manager"]
+
+
+def test_the_queries_take_a_connection_the_memory_repository_needs_not(
+    ex: WorkflowExecutor,
+) -> None:
+    """An app written against SQL passes its transaction's connection; in memory (its
+    tests) the same calls answer alike."""
+    _approve(ex, "i-1", actor="alice")
+    conn = object()
+    assert ex.status("i-1", connection=conn) == ex.status("i-1") == InstanceStatus.RUNNING
+    assert ex.open_tasks("i-1", connection=conn) == ex.open_tasks("i-1")
+    assert ex.instances(connection=conn) == ex.instances()
+
+
+def test_a_repository_of_the_first_protocol_form_still_answers(ex: WorkflowExecutor) -> None:
+    """A task-index repository written before the queries took a connection (no such
+    parameter) keeps working when the caller passes none."""
+    inner = ex.state_repository
+    assert isinstance(inner, InMemoryStateRepository)
+
+    class FirstForm(InMemoryStateRepository):
+        def index_status(self, instance_id: str) -> InstanceStatus | None:  # type: ignore[override]
+            return super().index_status(instance_id)
+
+        def index_open_tasks(self, instance_id: str) -> list[OpenTask]:  # type: ignore[override]
+            return super().index_open_tasks(instance_id)
+
+    old = WorkflowExecutor(
+        ex.engine, state_controller=ex.state_controller, state_repository=FirstForm()
+    )
+    _approve(old, "i-1", actor="alice")
+    assert old.status("i-1") == InstanceStatus.RUNNING
+    assert [t.node_id for t in old.open_tasks("i-1")] == ["manager"]
 
 
 def test_terminate_leaving_no_open_task_terminates_the_instance(ex: WorkflowExecutor) -> None:
