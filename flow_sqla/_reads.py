@@ -22,11 +22,27 @@ from sqlalchemy.engine import Connection
 from flow.errors import SnapshotError
 from flow_sqla._dialect import stored_text
 from flow_sqla._limits import display_text
+from flow_sqla.errors import InvalidArgumentError
 
 #: What a column type or driver raises for a stored value it cannot decode. RecursionError:
 #: JSON nested deeper than Python's decoder goes (a hand-written ``[[[...]]]``), which SQLite's
 #: JSON type and psycopg decode while fetching.
 _DECODING = (ValueError, TypeError, OverflowError, RecursionError, sa.exc.DataError)
+
+
+def callers_connection(connection: object) -> Connection | None:
+    """A read's ``connection=`` argument: ``None`` (the reader's own engine) or your
+    transaction's SQLAlchemy ``Connection``. Anything else — an ``Engine``, a ``Session``, a
+    DBAPI connection — would be read around, outside your transaction and on a second pooled
+    connection, which is what the argument is there to avoid: :class:`InvalidArgumentError`."""
+    if connection is None or isinstance(connection, Connection):
+        return connection
+    raise InvalidArgumentError(
+        "connection",
+        type(connection).__name__,
+        "a read runs on your transaction's SQLAlchemy Connection (or on its own with None)",
+    )
+
 
 #: The columns that name a row's instance, in the instance, todo and history tables.
 _INSTANCE_COLUMNS = ("instant_id", "flow_ins_id")

@@ -35,7 +35,7 @@ from flow_sqla._limits import (
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._reads import fetch_rows, read_time
+from flow_sqla._reads import callers_connection, fetch_rows, read_time
 from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
@@ -194,10 +194,11 @@ class TaskHistoryRecorder:
         """Entries of one instance, oldest first: all of them, or at most ``limit``; pass the
         last ``id`` of a page as ``after_id`` for the next one (keyset paging on ``id``, as
         fast on page 100 as on page 1). ``connection``: your transaction's, to read there (it
-        sees your uncommitted steps, and a request already holding a pooled connection does
-        not wait for a second one); else one of the recorder's engine. Raises
-        :class:`InvalidArgumentError` for a ``limit`` that is not an integer from 1 to
-        2**63 - 1, or an ``after_id`` that is not a 64-bit integer."""
+        sees your uncommitted steps — at REPEATABLE READ from your transaction's snapshot —
+        and a request already holding a pooled connection does not wait for a second one);
+        else one of the recorder's engine. Raises :class:`InvalidArgumentError` for a
+        ``limit`` that is not an integer from 1 to 2**63 - 1, an ``after_id`` that is not a
+        64-bit integer, or a ``connection`` that is not a SQLAlchemy ``Connection``."""
         check_readable_instance_id(instance_id)
         t = self._table
         stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)
@@ -230,12 +231,13 @@ class TaskHistoryRecorder:
     def _query(
         self, stmt: sa.Select[Any], instance_id: str | None, connection: Connection | None
     ) -> list[HistoryEntry]:
+        caller = callers_connection(connection)
         with self._translating(instance_id):
-            if connection is None:
+            if caller is None:
                 with self.engine.connect() as conn:
                     rows = self._fetch(conn, stmt)
             else:
-                rows = self._fetch(_checked_connection(connection), stmt)
+                rows = self._fetch(caller, stmt)
         return [self._entry(*row) for row in rows]
 
     def _fetch(self, conn: Connection, stmt: sa.Select[Any]) -> Sequence[Any]:
@@ -355,16 +357,6 @@ class TaskHistoryRecorder:
 
     def __repr__(self) -> str:
         return f"TaskHistoryRecorder(table={self._table.name!r})"
-
-
-def _checked_connection(connection: object) -> Connection:
-    """The caller's ``connection=``: a SQLAlchemy ``Connection`` (an ``Engine`` or a DBAPI
-    connection would be read on without its transaction, or fail deep in the driver)."""
-    if not isinstance(connection, Connection):
-        raise InvalidArgumentError(
-            "connection", type(connection).__name__, "must be a SQLAlchemy Connection"
-        )
-    return connection
 
 
 def _page_size(limit: object) -> int:

@@ -54,6 +54,7 @@ from flow_sqla._limits import (
     check_readable_instance_id,
 )
 from flow_sqla._prepared import PreparedStatements, execute_together
+from flow_sqla._reads import callers_connection
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -1133,12 +1134,14 @@ class SqlStateRepository:
 
     def index_open_tasks(self, instance_id: str, *, connection: object = None) -> list[OpenTask]:
         check_readable_instance_id(instance_id)
-        with self._query(instance_id, connection=connection) as conn:
+        caller = callers_connection(connection)
+        with self._query(instance_id, connection=caller) as conn:
             return self._todo.open_tasks(conn, instance_id)
 
     def index_status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         check_readable_instance_id(instance_id)
-        with self._query(instance_id, connection=connection) as conn:
+        caller = callers_connection(connection)
+        with self._query(instance_id, connection=caller) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
         return None if code is None else stored_status(instance_id, code)
 
@@ -1153,7 +1156,8 @@ class SqlStateRepository:
         connection: object = None,
     ) -> list[InstanceSummary]:
         _check_filters(graph_id=graph_id, creator=creator)
-        with self._query(connection=connection) as conn:
+        caller = callers_connection(connection)
+        with self._query(connection=caller) as conn:
             return self._todo.instances(conn, status, graph_id, creator, limit, after)
 
     def _op(self, ctx: FlowContext) -> _Operation:

@@ -371,20 +371,24 @@ def create_app(database_url: str | None = None) -> FastAPI:
             )
             return _expense_out(conn, workflow, graph, instance_id)
 
-        # Safe to re-run after a lost COMMIT: the re-run finds no waiting task (403/409).
+        # Safe to re-run after a lost COMMIT: the re-run finds no waiting task (409).
         try:
             return run_in_transaction(engine, send_back_once, idempotent=True)
         except _AnsweredAfter:
             if workflow.status(instance_id) != InstanceStatus.RUNNING:
                 raise HTTPException(409, f"{instance_id} is closed") from None
+            if any(entry.assignee == actor for entry in history.history(instance_id)):
+                # A double click, or a re-run after a lost COMMIT that did commit.
+                raise HTTPException(409, f"{actor!r} already decided on {instance_id}") from None
             raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}") from None
 
     return app
 
 
 class _AnsweredAfter(Exception):
-    """Nothing to do for this caller: the unit rolls back, and the answer (closed: 409, not
-    the caller's task: 403) is read once its transaction has ended. Read inside it, the
+    """Nothing to do for this caller: the unit rolls back, and the answer (closed, or decided
+    by the caller already: 409; not the caller's task: 403) is read once its transaction has
+    ended. Read inside it, the
     status could come from the transaction's snapshot (REPEATABLE READ, MariaDB/MySQL's
     default), taken before a decision that committed meanwhile — "not yours" where the
     expense is in fact closed — and from a second pooled connection while this one is held."""

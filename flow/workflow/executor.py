@@ -270,9 +270,12 @@ class WorkflowExecutor:
     def status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         """The stored status of one instance; ``None`` when it is unknown (or was written
         before the index existed and not reindexed). On SQL, ``connection`` (your transaction's
-        ``Connection``) runs the read there: it sees your own uncommitted steps, and a request
-        that already holds a pooled connection does not wait for a second one. Raises
-        :class:`IndexUnavailableError`, :class:`InvalidInstanceIdError`."""
+        ``Connection``) runs the read there: it sees your own uncommitted steps — and, being a
+        plain read, at REPEATABLE READ nothing committed after your transaction's snapshot —
+        and a request that already holds a pooled connection does not wait for a second one
+        (docs/tasks.md, Queries). Raises :class:`IndexUnavailableError`,
+        :class:`InvalidInstanceIdError`; on SQL ``InvalidArgumentError`` for a ``connection``
+        that is not a ``Connection``."""
         index = self._require_index("status")
         instance_id = checked_instance_id(instance_id)
         if connection is None:

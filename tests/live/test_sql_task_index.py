@@ -35,7 +35,7 @@ from flow.workflow import (
     WorkflowExecutor,
 )
 from flow_sqla import FlowTables, RepositoryError, migrations, reindex
-from flow_sqla.errors import UnstorableGraphError
+from flow_sqla.errors import InvalidArgumentError, UnstorableGraphError
 from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
@@ -596,6 +596,21 @@ def test_status_open_tasks_and_instances_read_on_the_callers_connection(db: sa.E
         conn.rollback()
     assert ex.status("t-2") is None
     assert ex.open_tasks("t-2") == [] and ex.instances() == []
+
+
+@pytest.mark.parametrize("query", ["status", "open_tasks", "instances"])
+def test_the_queries_refuse_a_connection_that_is_not_one(db: sa.Engine, query: str) -> None:
+    """An Engine (or a Session, a string) would be read around: outside the caller's
+    transaction, on a second pooled connection."""
+    ex = executor(db, index=True)
+    call = {
+        "status": lambda c: ex.status("t-3", connection=c),
+        "open_tasks": lambda c: ex.open_tasks("t-3", connection=c),
+        "instances": lambda c: ex.instances(connection=c),
+    }[query]
+    for wrong in (db, "conn"):
+        with pytest.raises(InvalidArgumentError, match="connection"):
+            call(wrong)
 
 
 def _stored_vars(db: sa.Engine, instance_id: str) -> Any:

@@ -102,3 +102,15 @@ def test_a_send_back_that_loses_the_race_to_an_approval_is_409(
     assert lost.status_code == 409, lost.text
     assert "closed" in lost.json()["detail"]
     assert client.get(f"/expenses/{expense_id}").json()["status"] == "approved"
+
+
+def test_a_second_send_back_by_the_same_caller_is_409(client: TestClient) -> None:
+    """A double click: the first sent the task back; the second finds nothing of the
+    caller's waiting, because the caller already decided — not because it is not theirs."""
+    expense_id = file_expense(client, 100)
+    first = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER)
+    assert first.status_code == 200, first.text
+    second = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER)
+    assert second.status_code == 409, second.text
+    stranger = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=DIRECTOR)
+    assert stranger.status_code == 403, stranger.text

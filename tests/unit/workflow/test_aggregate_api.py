@@ -33,6 +33,7 @@ from flow.workflow import (
     InMemoryStateRepository,
     InstanceClosedError,
     InstanceStatus,
+    InstanceSummary,
     InvalidArgumentTypeError,
     InvalidInstanceIdError,
     InvalidQueryError,
@@ -127,12 +128,26 @@ def test_a_repository_of_the_first_protocol_form_still_answers(ex: WorkflowExecu
         def index_open_tasks(self, instance_id: str) -> list[OpenTask]:  # type: ignore[override]
             return super().index_open_tasks(instance_id)
 
+        def index_instances(  # type: ignore[override]
+            self,
+            *,
+            status: InstanceStatus | None,
+            graph_id: str | None,
+            creator: str | None,
+            limit: int,
+            after: int | None,
+        ) -> list[InstanceSummary]:
+            return super().index_instances(
+                status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
+            )
+
     old = WorkflowExecutor(
         ex.engine, state_controller=ex.state_controller, state_repository=FirstForm()
     )
     _approve(old, "i-1", actor="alice")
     assert old.status("i-1") == InstanceStatus.RUNNING
     assert [t.node_id for t in old.open_tasks("i-1")] == ["manager"]
+    assert [s.instance_id for s in old.instances()] == ["i-1"]
 
 
 def test_terminate_leaving_no_open_task_terminates_the_instance(ex: WorkflowExecutor) -> None:
