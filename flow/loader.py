@@ -5,11 +5,12 @@ a graph with no determinable start node; everything else the reference accepts i
 left for :meth:`Graph.validate` to report.
 
 Graph text may come from a database many people edit, so loading is bounded: the text length,
-the nesting depth and the number of values the document expands to (YAML aliases count once
-per use, so an alias bomb is refused before anything expands it) are limited by the module
-constants below, read at each load — set them at start-up to change them. Every failure, YAML
-tags that do not construct (``!!timestamp x``, ``!!bool maybe``, ``!!python/...``) included,
-is a :class:`GraphDefinitionError`.
+the nesting depth and the number of values the document expands to are limited by the module
+constants below, read at each load — set them at start-up to change them. YAML aliases and
+merge keys count once per use, measured on the composed YAML nodes, so an alias or merge bomb
+is refused before anything expands it. Every failure, YAML tags that do not construct
+(``!!timestamp x``, ``!!bool maybe``, ``!!python/...``) included, is a
+:class:`GraphDefinitionError`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from flow import _yaml_nodes
 from flow.codec import too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
@@ -43,9 +45,9 @@ MAX_DEPTH = 64
 node level 3, its meta level 4) and in a meta value built in code."""
 MAX_VALUES = 1_000_000
 """The most values (scalars, mappings and lists) a graph document may expand to, shared
-references and YAML aliases counted once per use; also bounds the meta of a graph built in code.
-Text counts too: every :data:`CHARS_PER_VALUE` characters of a string are one more value, so
-aliases of one long string cannot expand to gigabytes."""
+references, YAML aliases and merge keys (``<<: *base``) counted once per use; also bounds the
+meta of a graph built in code. Text counts too: every :data:`CHARS_PER_VALUE` characters of a
+string are one more value, so aliases of one long string cannot expand to gigabytes."""
 CHARS_PER_VALUE = 32
 """Characters of a string that count as one value toward :data:`MAX_VALUES`."""
 MAX_YAML_NODES = 100_000
@@ -61,11 +63,38 @@ def _load_yaml(text: str) -> Any:
     what the reference's SnakeYAML accepts and libyaml does not — e.g. ``link:[ ... ]`` (no
     space after the colon inside a flow mapping), used by solon-flow's own example graphs."""
     try:
-        return yaml.load(text, Loader=_YamlLoader)  # both loaders are safe loaders
+        return _compose_and_build(text, _YamlLoader)  # both loaders are safe loaders
     except yaml.MarkedYAMLError as exc:
         if _YamlLoader is yaml.SafeLoader or exc.problem != "found unexpected ':'":
             raise
-        return yaml.load(text, Loader=yaml.SafeLoader)
+        return _compose_and_build(text, yaml.SafeLoader)
+
+
+def _compose_and_build(text: str, loader_class: Any) -> Any:
+    """``yaml.load``, with the composed nodes measured before any value is built: building
+    copies a merged mapping's pairs (``<<: *base``) into every mapping that merges it, which
+    a small hostile text makes minutes and gigabytes of work before :func:`check_document`
+    could see the result."""
+    loader = loader_class(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        _check_nodes(root)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Apply :data:`MAX_VALUES` and :data:`MAX_DEPTH` to the composed document (see
+    :mod:`flow._yaml_nodes`), naming the graph when its ``id`` is plain text."""
+    try:
+        _yaml_nodes.measure(root, _yaml_nodes.Bounds(MAX_VALUES, MAX_DEPTH, CHARS_PER_VALUE))
+    except _yaml_nodes.Refused as exc:
+        graph_id = _yaml_nodes.document_id(root)
+        whose = f"graph {graph_id!r}" if graph_id else "the graph text"
+        raise GraphDefinitionError(f"The document of {whose} {exc}", graph_id=graph_id) from None
 
 
 def read_graph_file(path: str | Path) -> str:
@@ -160,6 +189,8 @@ def _parse_yaml(text: str) -> Any:
     _count_yaml_nodes(text)
     try:
         return _load_yaml(text)
+    except GraphDefinitionError:
+        raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -213,14 +244,14 @@ class _Measure:
         if found is None:
             found = self.known[key] = self._measure(value, key, depth)
         if depth + found[1] > MAX_DEPTH:
-            self._fail(f"is nested more than {MAX_DEPTH} levels deep; limit: flow.loader.MAX_DEPTH")
+            self._fail(_yaml_nodes.too_deep(MAX_DEPTH))
         return found
 
     def _measure(self, value: Any, key: int, depth: int) -> tuple[int, int]:
         if depth > MAX_DEPTH:
-            self._fail(f"is nested more than {MAX_DEPTH} levels deep; limit: flow.loader.MAX_DEPTH")
+            self._fail(_yaml_nodes.too_deep(MAX_DEPTH))
         if key in self.open:
-            self._fail("refers to itself (a recursive YAML alias)")
+            self._fail(_yaml_nodes.RECURSIVE)
         self.open.add(key)
         total, height = 1, 0
         items = (*value.keys(), *value.values()) if isinstance(value, Mapping) else value
@@ -229,11 +260,7 @@ class _Measure:
             total += count
             height = max(height, below + 1)
             if total > MAX_VALUES:
-                self._fail(
-                    f"expands to more than {MAX_VALUES} values (YAML aliases count once per "
-                    f"use, text one value per {CHARS_PER_VALUE} characters); limit: "
-                    "flow.loader.MAX_VALUES"
-                )
+                self._fail(_yaml_nodes.too_many(MAX_VALUES, CHARS_PER_VALUE))
         self.open.discard(key)
         return total, height
 
