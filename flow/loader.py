@@ -125,11 +125,14 @@ def _too_long(what: str) -> str:
 
 
 def parse_text(text: str) -> Mapping[str, Any]:
-    """Parse YAML or JSON text into a mapping; syntax errors carry line and column (1-based)."""
+    """Parse YAML or JSON text into a mapping; syntax errors carry line and column (1-based).
+    A leading byte order mark is ignored."""
     if not isinstance(text, str):
         raise GraphDefinitionError(f"Graph text must be a str, not {type(text).__name__}")
     if len(text) > MAX_TEXT_CHARS:
         raise GraphDefinitionError(_too_long("The graph text"))
+    # A byte order mark (Windows editors write one) would hide JSON text from the JSON parser.
+    text = text.removeprefix("\ufeff")
     stripped = text.lstrip()
     if stripped.startswith("{"):
         try:

@@ -149,6 +149,15 @@ def test_a_yaml_text_of_too_many_nodes_is_refused_before_they_are_built(
     assert len(Graph.from_text(json.dumps(as_json)).meta["x"]) == 600
 
 
+def test_json_text_after_a_byte_order_mark_is_read_as_json() -> None:
+    """A BOM before JSON (as Windows editors save it) once sent the text to the YAML loader,
+    which refused a file over 256 KiB of more than 100,000 values as too many YAML nodes."""
+    document = {"id": "g", "meta": {"x": [1] * 150_000}, "layout": [{"type": "start"}]}
+    text = "\ufeff" + json.dumps(document)
+    assert len(text) > 256 * 1024
+    assert len(Graph.from_text(text).meta["x"]) == 150_000
+
+
 def test_a_long_yaml_text_only_the_slow_loader_reads_is_refused_before_it_is_read(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
