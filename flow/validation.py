@@ -9,7 +9,8 @@ links on one exclusive gateway, unreachable nodes, a parallel join that can neve
 its branches, a cycle with no activity in it (no human task can stop a walk inside it, so
 an evaluation that enters it repeats it until a condition leads out and a workflow walk ends
 with ``StepBudgetError``) — or, in a graph whose nodes name actors, no node naming one — and a
-task that calls its own graph.
+task that calls its own graph. Expressions are compiled up to :data:`MAX_EXPRESSION_CHARS`
+characters per graph; past it, an error says from which node on they were not checked.
 
 The join check is deliberately conservative (no false alarms): it warns only when an incoming link
 comes from a node that never flows out along it (an unreachable node or an END node), or when two
@@ -35,6 +36,11 @@ Severity = Literal["error", "warning"]
 #: for two branches of one exclusive gateway (one walk of the graph per outgoing link of each
 #: gateway): about a second. A larger graph gets a warning that the check was not made.
 MAX_BRANCH_CHECK_VISITS = 2_000_000
+#: Characters of distinct conditions and scripts one :meth:`Graph.validate` compiles, each text
+#: counted as at least :data:`_MIN_COMPILE_CHARGE`: about a second. Past it the rest are not
+#: compiled, and an error at the node where the budget ran out says so.
+MAX_EXPRESSION_CHARS = 100_000
+_MIN_COMPILE_CHARGE = 32
 _NOT_SCRIPTS = ("@", "#", "$")  # component, sub-graph and meta-script task descriptions
 
 
@@ -102,18 +108,91 @@ def _dangling_links(graph: Graph) -> Iterator[Problem]:
 
 
 def _expressions(graph: Graph) -> Iterator[Problem]:
+    budget = _CompileBudget()
+    for site in _expression_sites(graph):
+        if isinstance(site, Problem):
+            yield site
+        elif not budget.spent:
+            yield from budget.problems(site)
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One condition or script of the graph, and where a problem with it is reported."""
+
+    check: Callable[[str], object]
+    text: str
+    node_id: str
+    what: str
+    link: Link | None = None
+
+
+def _expression_sites(graph: Graph) -> Iterator[_Site | Problem]:
+    """Every condition and script in layout order (a ``$path`` task whose script is missing
+    is a warning instead)."""
     from flow.evaluation import check_condition, check_script
 
     for node in graph.nodes.values():
         if _is_expression(node.when, ("@",)):
-            yield from _parse(check_condition, node.when, node.id, "condition")
+            yield _Site(check_condition, node.when, node.id, "condition")
         if _is_expression(node.task, _NOT_SCRIPTS):
-            yield from _parse(check_script, node.task, node.id, "task script")
+            yield _Site(check_script, node.task, node.id, "task script")
         elif isinstance(node.task, str) and node.task.startswith("$"):
-            yield from _meta_script(node)
+            yield _meta_script(node)
         for link in node._links:
             if _is_expression(link.when, ("@",)):
-                yield from _parse(check_condition, link.when, node.id, "link condition", link)
+                yield _Site(check_condition, link.when, node.id, "link condition", link)
+
+
+class _CompileBudget:
+    """Compiles each distinct text once per validation, while :data:`MAX_EXPRESSION_CHARS`
+    last: compiling costs microseconds a character, and a graph text of 8 MiB holds 830
+    scripts of 10,000 characters (over two minutes). Once spent, no more is compiled."""
+
+    def __init__(self) -> None:
+        self.left = MAX_EXPRESSION_CHARS
+        self.found: dict[tuple[object, str], str | None] = {}  # -> the error, if any
+        self.spent = False
+
+    def problems(self, site: _Site) -> Iterator[Problem]:
+        key = (site.check, site.text)
+        if key not in self.found:
+            cost = _compile_cost(site.text)
+            if cost > self.left:
+                self.spent = True
+                yield _error(site.node_id, _budget_spent(site.what), site.link)
+                return
+            self.left -= cost
+            self.found[key] = _compile_error(site.check, site.text)
+        message = self.found[key]
+        if message is not None:
+            yield _error(site.node_id, f"{site.what} is invalid: {message}", site.link)
+
+
+def _compile_cost(text: str) -> int:
+    """What compiling ``text`` charges: its length, at least :data:`_MIN_COMPILE_CHARGE` (each
+    text has a fixed cost too); a text over the sandbox's ``max_text`` is refused unread."""
+    from flow.evaluation import expression_limits
+
+    if len(text) > expression_limits().max_text:
+        return _MIN_COMPILE_CHARGE
+    return max(len(text), _MIN_COMPILE_CHARGE)
+
+
+def _budget_spent(what: str) -> str:
+    return (
+        f"{what} and the conditions and scripts after it are not checked: together they exceed "
+        f"{MAX_EXPRESSION_CHARS} characters (each distinct text counted once, at least "
+        f"{_MIN_COMPILE_CHARGE}); limit: flow.validation.MAX_EXPRESSION_CHARS"
+    )
+
+
+def _compile_error(check: Callable[[str], object], text: str) -> str | None:
+    try:
+        check(text)
+    except ExpressionError as exc:
+        return str(exc)
+    return None
 
 
 def _empty_references(graph: Graph) -> Iterator[Problem]:
@@ -131,7 +210,7 @@ def _empty_references(graph: Graph) -> Iterator[Problem]:
                 yield _error(node.id, "link condition '@' names no component", link)
 
 
-def _meta_script(node: Node) -> Iterator[Problem]:
+def _meta_script(node: Node) -> _Site | Problem:
     """A ``$path`` task: the script text stored in the graph meta must be there and compile."""
     from flow.driver import meta_script
     from flow.evaluation import check_script
@@ -139,22 +218,12 @@ def _meta_script(node: Node) -> Iterator[Problem]:
     try:
         text = meta_script(node, node.task[1:])
     except GraphDefinitionError:
-        yield _warning(node.id, f"task {node.task!r} names no script text in the graph meta")
-        return
-    yield from _parse(check_script, text, node.id, f"task script {node.task!r}")
+        return _warning(node.id, f"task {node.task!r} names no script text in the graph meta")
+    return _Site(check_script, text, node.id, f"task script {node.task!r}")
 
 
 def _is_expression(value: object, skipped: tuple[str, ...]) -> bool:
     return isinstance(value, str) and not value.startswith(skipped)
-
-
-def _parse(
-    check: Callable[[str], object], text: str, node_id: str, what: str, link: Link | None = None
-) -> Iterator[Problem]:
-    try:
-        check(text)
-    except ExpressionError as exc:
-        yield _error(node_id, f"{what} is invalid: {exc}", link)
 
 
 def _loop_sources(graph: Graph) -> Iterator[Problem]:
