@@ -55,14 +55,15 @@ def measure(root: yaml.Node, bounds: Bounds) -> None:
     _Measure(bounds).size(root, 1)
 
 
-def document_id(root: yaml.Node) -> str | None:
-    """The text of the document's ``id`` when it is a plain string, to name the graph in an
-    error raised before the document is built."""
+def document_id(root: yaml.Node) -> yaml.ScalarNode | None:
+    """The scalar node of the document's ``id`` (text, a number, a boolean — the loader makes
+    any of them the graph id), to name the graph in an error raised before the document is
+    built; ``None`` when there is none or it is a collection."""
     found = None
     if isinstance(root, yaml.MappingNode):
         for key, value in root.value:
-            if _is_text(key) and key.value == "id" and _is_text(value):
-                found = value.value
+            if _is_text(key) and key.value == "id" and isinstance(value, yaml.ScalarNode):
+                found = value
     return found
 
 

@@ -80,21 +80,32 @@ def _compose_and_build(text: str, loader_class: Any) -> Any:
         root = loader.get_single_node()
         if root is None:
             return None
-        _check_nodes(root)
+        _check_nodes(root, loader)
         return loader.construct_document(root)
     finally:
         loader.dispose()
 
 
-def _check_nodes(root: yaml.Node) -> None:
+def _check_nodes(root: yaml.Node, loader: Any) -> None:
     """Apply :data:`MAX_VALUES` and :data:`MAX_DEPTH` to the composed document (see
-    :mod:`flow._yaml_nodes`), naming the graph when its ``id`` is plain text."""
+    :mod:`flow._yaml_nodes`), naming the graph by its ``id`` as the loader reads it."""
     try:
         _yaml_nodes.measure(root, _yaml_nodes.Bounds(MAX_VALUES, MAX_DEPTH, CHARS_PER_VALUE))
     except _yaml_nodes.Refused as exc:
-        graph_id = _yaml_nodes.document_id(root)
+        graph_id = _node_id(_yaml_nodes.document_id(root), loader)
         whose = f"graph {graph_id!r}" if graph_id else "the graph text"
         raise GraphDefinitionError(f"The document of {whose} {exc}", graph_id=graph_id) from None
+
+
+def _node_id(node: yaml.ScalarNode | None, loader: Any) -> str | None:
+    """The graph id a scalar ``id`` node stands for (``123`` → ``"123"``), or ``None`` when it
+    does not make one (a tag that does not construct, an integer too long for text)."""
+    if node is None:
+        return None
+    try:
+        return _scalar_text(loader.construct_object(node), "The graph id", None)
+    except Exception:  # only a name for the error being raised: without one, say "the text"
+        return None
 
 
 def read_graph_file(path: str | Path) -> str:

@@ -146,8 +146,9 @@ def _expression_sites(graph: Graph) -> Iterator[_Site | Problem]:
 
 class _CompileBudget:
     """Compiles each distinct text once per validation, while :data:`MAX_EXPRESSION_CHARS`
-    last: compiling costs microseconds a character, and a graph text of 8 MiB holds 830
-    scripts of 10,000 characters (over two minutes). Once spent, no more is compiled."""
+    last: compiling costs microseconds a character (2-6 for ordinary text, about 40 for the
+    costliest shape measured, docs/limits.md), and a graph text of 8 MiB holds 830 scripts of
+    10,000 characters (over two minutes). Once spent, no more is compiled."""
 
     def __init__(self) -> None:
         self.left = MAX_EXPRESSION_CHARS

@@ -92,6 +92,16 @@ class Compiler:
         self.pure.add(code)
         return code
 
+    def display(self, code: Code, parts: Sequence[Code]) -> Code:
+        """A list, set or dict display: data-free when its parts are, but not run now. Its
+        value is mutable (rebuilt on every run), so running it here would only be repeated by
+        every enclosing display — the whole subtree again at each level of nesting, minutes
+        for a page of ``[[[...]]]`` — and a display's own size is bounded by its text. An
+        operation on it (``[0] * 10**9``) still runs it when checked (:meth:`fold`)."""
+        if all(part in self.constants or part in self.pure for part in parts):
+            self.pure.add(code)
+        return code
+
     def expr(self, node: ast.expr) -> Code:
         handler = _HANDLERS.get(type(node))
         if handler is None:
@@ -303,12 +313,16 @@ class Compiler:
                 charge_keys(values)  # a tuple hashes every item, a huge integer its digits
                 return check_built(set(values))
 
+            # Run now: its items are hashable, so no list or dict display nests in it, and
+            # hashing them may be the costly part ({huge_tuple}) the check should catch.
             return self.fold(run_set, items)
 
         def run(data: Mapping[str, Any]) -> Any:
             return check_built(build([item(data) for item in items]))
 
-        return self.fold(run, items)
+        if isinstance(node, ast.Tuple):
+            return self.fold(run, items)  # immutable: becomes a constant
+        return self.display(run, items)
 
     def mapping(self, node: ast.Dict) -> Code:
         if any(key is None for key in node.keys):
@@ -324,14 +338,14 @@ class Compiler:
             def run(data: Mapping[str, Any]) -> Any:
                 return check_built({key(data): value(data) for key, value in pairs})
 
-            return self.fold(run, parts)
+            return self.display(run, parts)
 
         def run_keyed(data: Mapping[str, Any]) -> Any:
             built = [(key(data), value(data)) for key, value in pairs]
             charge_keys([key for key, _ in built])  # a tuple key hashes every item
             return check_built(dict(built))
 
-        return self.fold(run_keyed, parts)
+        return self.display(run_keyed, parts)
 
     def call(self, node: ast.Call) -> Code:
         args = tuple(self.expr(arg) for arg in node.args)

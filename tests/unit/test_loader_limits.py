@@ -442,3 +442,14 @@ def test_an_integer_of_4300_digits_loads_and_is_written_back() -> None:
         )
         again = Graph.from_text(graph.to_yaml())
         assert again.get_node_or_throw("s").meta["n"] == graph.get_node_or_throw("s").meta["n"]
+
+
+@pytest.mark.parametrize(("written", "graph_id"), [("123", "123"), ("true", "true"), ("g", "g")])
+def test_a_document_refused_before_it_is_built_names_a_graph_whose_id_is_no_string(
+    written: str, graph_id: str
+) -> None:
+    """The loader makes a number or boolean id the graph id; the refusal names it too."""
+    with pytest.raises(GraphDefinitionError, match="refers to itself") as refused:
+        Graph.from_text(f"id: {written}\nm: &a [*a]\n" + TAIL)
+    assert refused.value.graph_id == graph_id
+    assert f"graph {graph_id!r}" in str(refused.value)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from flow._expression import limits
 from flow.context import FlowContext
 from flow.errors import ExpressionError
 from flow.evaluation import (
@@ -538,3 +539,21 @@ def test_the_text_of_sequences_of_types_not_listed_is_weighed() -> None:
     ring.append(ring)
     with pytest.raises(NestedTooDeeply):
         weigh([ring], text=True)
+
+
+def test_checking_nested_list_displays_does_not_build_them_at_every_level(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check built a data-free display again for each display around it — the whole
+    subtree at every level of nesting: a page of ``[[[...]]]`` scripts kept ``flow validate``
+    busy for minutes. A list or dict display is built when it runs (or when an operation on
+    it is checked), not while it is compiled."""
+    weighed: list[object] = []
+    weigh = limits.weigh
+    monkeypatch.setattr(limits, "weigh", lambda value: weighed.append(value) or weigh(value))
+    nested = "[" * 60 + "]" * 60
+    check_script(f"x = {nested}\ny = {{'a': {{'b': {nested}}}}}")
+    check_condition(f"{nested} == z")
+    assert weighed == []
+    with pytest.raises(ExpressionError):  # an operation on a display is still checked
+        check_condition("[[0]] * 10**9 == z")
