@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from flow._fields import check_description, check_id, check_priority, check_text, check_type
 from flow._frozen import budget, freeze_meta, refuse_delattr, refuse_setattr
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
@@ -26,16 +27,6 @@ if TYPE_CHECKING:
     from flow.validation import Problem
 
 _set = object.__setattr__  # how the model's own code sets attributes while building
-
-
-def _check_id(value: str, what: str, graph_id: str | None) -> None:
-    """Ids end up in database rows and JSON: they must be encodable text."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise GraphDefinitionError(
-            f"{what} {value!r} is not valid Unicode text (lone surrogate)", graph_id=graph_id
-        ) from None
 
 
 class Link:
@@ -59,15 +50,18 @@ class Link:
     next_node: Node | None
 
     def __init__(self, graph: Graph, prev_id: str, spec: LinkSpec, spent: _Budget) -> None:
-        where = f"link {prev_id} -> {spec.next_id}"
-        _check_id(spec.next_id, f"The nextId of {where}", graph.id)
+        gid = graph.id
+        what = f"The nextId of a link of node {prev_id!r} of graph {gid!r}"
+        next_id = check_id(spec.next_id, what, gid, allow_empty=True)
+        where = f"link {prev_id} -> {next_id}"
+        of = f"of {where} of graph {gid!r}"
         _set(self, "_graph", graph)
         _set(self, "prev_id", prev_id)
-        _set(self, "next_id", spec.next_id)
-        _set(self, "title", spec.title)
+        _set(self, "next_id", next_id)
+        _set(self, "title", check_text(spec.title, f"The title {of}", gid))
         _set(self, "meta", freeze_meta(spec.meta, spent, where))
-        _set(self, "priority", spec.priority)
-        _set(self, "when", spec.when)
+        _set(self, "priority", check_priority(spec.priority, f"The priority {of}", gid))
+        _set(self, "when", check_description(spec.when, f"The condition {of}", gid))
         _set(self, "next_node", None)
 
     __setattr__ = refuse_setattr
@@ -113,15 +107,16 @@ class Node:
     prev_node_list: tuple[Node, ...]
 
     def __init__(self, graph: Graph, spec: NodeSpec, spent: _Budget) -> None:
-        _check_id(spec.id, "Node id", graph.id)
+        """``spec.id`` is checked by the graph (which knows the node's position)."""
+        gid, of = graph.id, f"of node {spec.id!r} of graph {graph.id!r}"
         links = tuple(Link(graph, spec.id, ls, spent) for ls in spec.links)
         _set(self, "graph", graph)
         _set(self, "id", spec.id)
-        _set(self, "title", spec.title)
-        _set(self, "type", spec.type)
+        _set(self, "title", check_text(spec.title, f"The title {of}", gid))
+        _set(self, "type", check_type(spec.type, f"The type {of}", gid))
         _set(self, "meta", freeze_meta(spec.meta, spent, f"node {spec.id!r}"))
-        _set(self, "when", spec.when)
-        _set(self, "task", spec.task)
+        _set(self, "when", check_description(spec.when, f"The condition {of}", gid))
+        _set(self, "task", check_description(spec.task, f"The task {of}", gid))
         _set(self, "_links", links)
         # Stable sort: higher priority first, equal priorities keep definition order.
         _set(self, "next_link_list", tuple(sorted(links, key=lambda link: -link.priority)))
@@ -233,7 +228,7 @@ class Graph:
     _load_notes: LoadNotes
 
     def __init__(self, spec: GraphSpec) -> None:
-        _check_id(spec.id, "Graph id", None)
+        check_id(spec.id, "Graph id", None)
         if ":" in spec.id:
             # A workflow keys each node's state "<graph id>:<node id>": node "b:c" of graph
             # "a" and node "c" of graph "a:b" would share one state (one approval counting
@@ -245,10 +240,11 @@ class Graph:
             )
         spent = budget(spec.id)
         _set(self, "id", spec.id)
-        _set(self, "title", spec.title or spec.id)
-        _set(self, "driver", spec.driver or "")
+        of = f"of graph {spec.id!r}"
+        _set(self, "title", check_text(spec.title, f"The title {of}", spec.id) or spec.id)
+        _set(self, "driver", check_text(spec.driver, f"The driver {of}", spec.id) or "")
         _set(self, "meta", freeze_meta(spec.meta, spent, "the graph"))
-        node_map = {node_id: Node(self, ns, spent) for node_id, ns in spec.nodes.items()}
+        node_map = self._build_nodes(spec.nodes, spent)
         _set(self, "nodes", MappingProxyType(node_map))
         _set(self, "links", tuple(link for n in node_map.values() for link in n._links))
         self._link_neighbours(node_map)
@@ -268,6 +264,22 @@ class Graph:
 
     __setattr__ = refuse_setattr
     __delattr__ = refuse_delattr
+
+    def _build_nodes(self, specs: Mapping[str, NodeSpec], spent: _Budget) -> dict[str, Node]:
+        """The nodes, each id checked: text, not empty, and the key the spec is stored under
+        (an id changed after ``add_node`` would make ``nodes[key].id`` another id)."""
+        node_map: dict[str, Node] = {}
+        for position, (key, ns) in enumerate(specs.items(), start=1):
+            what = f"The id of node #{position} of graph {self.id!r}"
+            node_id = check_id(ns.id, what, self.id)
+            if node_id != key:
+                raise GraphDefinitionError(
+                    f"{what} is {node_id!r} but the node was added as {key!r}: add the node "
+                    "again (GraphSpec.add_node) after changing its id",
+                    graph_id=self.id,
+                )
+            node_map[node_id] = Node(self, ns, spent)
+        return node_map
 
     def _link_neighbours(self, node_map: Mapping[str, Node]) -> None:
         incoming: dict[str, list[Link]] = {}

@@ -114,7 +114,8 @@ class NodeSpec:
         return self
 
     def __repr__(self) -> str:
-        return f"NodeSpec({self.id!r}, {self.type.name})"
+        kind = self.type.name if isinstance(self.type, NodeType) else repr(self.type)
+        return f"NodeSpec({self.id!r}, {kind})"
 
 
 class GraphSpec:
