@@ -11,15 +11,27 @@ access. :func:`thaw` turns such a value back into plain, editable dicts and list
 The copy is bounded: a value nested deeper than ``flow.loader.MAX_DEPTH`` or expanding (shared
 references count once per use, as YAML aliases do) to more than ``flow.loader.MAX_VALUES``
 values raises :class:`~flow.errors.GraphDefinitionError` before it is allocated.
+
+The copy is also what export writes, so it holds only what graph text can say again: keys are
+text at every depth (a non-text key becomes ``str(key)``, as the loader reads the top level's
+keys; two keys of one mapping that become the same text are an error, never one silently
+dropped), and NaN/±infinity, text with lone surrogates and integers too long for Python to
+write are refused — each with a :class:`~flow.errors.GraphDefinitionError` naming the graph,
+the node or link and the path in its meta. A graph that is built therefore exports, and its
+export loads back as the same graph.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, SupportsIndex
 
 from flow import loader
+from flow._text import is_unicode
+from flow.codec import too_long_for_text
 from flow.errors import GraphDefinitionError, ReadOnlyGraphError
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -82,14 +94,49 @@ def freeze_meta(meta: Mapping[str, Any] | None, spent: _Budget, where: str) -> M
     """A deep read-only copy of one ``meta`` mapping (the shared empty proxy when empty)."""
     if not meta:
         return EMPTY
-    frozen: Mapping[str, Any] = _freeze(meta, spent, where, 1)
+    if not isinstance(meta, Mapping):
+        raise GraphDefinitionError(
+            f"The meta of {where} in graph {spent.graph_id!r} must be a mapping, not "
+            f"{type(meta).__name__}",
+            graph_id=spent.graph_id,
+        )
+    try:
+        frozen: Mapping[str, Any] = _freeze(meta, spent, where, 1)
+    except _Unwritable as bad:
+        raise GraphDefinitionError(
+            f"The meta of {where} in graph {spent.graph_id!r} {bad.why} (at {_path(bad.path)})",
+            graph_id=spent.graph_id,
+        ) from None
     return frozen
+
+
+class _Unwritable(Exception):
+    """A meta value graph text cannot hold; ``path`` is filled in on the way out (so a meta
+    that is fine pays nothing for paths)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+        self.path: list[str | int] = []
+
+
+def _path(parts: list[str | int]) -> str:
+    """``meta.a[2]['b c']``: where a value sits in a meta mapping."""
+    out = "meta"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.removeprefix("$").isidentifier():
+            out += f".{part}"
+        else:
+            out += f"[{part!r}]"
+    return out
 
 
 def _freeze(value: Any, spent: _Budget, where: str, depth: int) -> Any:
     spent.spend(where)
-    if isinstance(value, str | int | float | bool | bytes | None):
-        return value
+    if isinstance(value, str | int | float | bytes | None):
+        return _scalar(value)
     if depth > loader.MAX_DEPTH:
         raise GraphDefinitionError(
             f"The meta of {where} in graph {spent.graph_id!r} is nested more than "
@@ -97,16 +144,68 @@ def _freeze(value: Any, spent: _Budget, where: str, depth: int) -> Any:
             graph_id=spent.graph_id,
         )
     if isinstance(value, Mapping):
-        return MappingProxyType(
-            {key: _freeze(item, spent, where, depth + 1) for key, item in value.items()}
-        )
+        return MappingProxyType(_freeze_mapping(value, spent, where, depth))
     if isinstance(value, list | tuple):
-        return FrozenList([_freeze(item, spent, where, depth + 1) for item in value])
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_freeze(item, spent, where, depth + 1))
+            except _Unwritable as bad:
+                bad.path.insert(0, index)
+                raise
+        return FrozenList(items)
     if isinstance(value, set | frozenset):
-        return frozenset(value)
+        return frozenset(_scalar(item) for item in value)
     if isinstance(value, bytearray):
         return bytes(value)
     return value  # a date, a number type, a user object: stored as given
+
+
+def _freeze_mapping(
+    value: Mapping[Any, Any], spent: _Budget, where: str, depth: int
+) -> dict[str, Any]:
+    """Keys as text (``str(key)``, like the loader's top level), each once."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        text = _scalar(key) if isinstance(key, str) else _key_text(key)
+        if text in out:
+            first = next(k for k in value if (k if isinstance(k, str) else str(k)) == text)
+            raise _Unwritable(
+                f"has the keys {first!r} and {key!r}, which are both {text!r} as text (meta "
+                "keys are text)"
+            )
+        try:
+            out[text] = _freeze(item, spent, where, depth + 1)
+        except _Unwritable as bad:
+            bad.path.insert(0, text)
+            raise
+    return out
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, int) and too_long_for_text(key):
+        raise _Unwritable("has an integer key too long to write as text")
+    text = str(key)
+    _scalar(text)
+    return text
+
+
+def _scalar(value: Any) -> Any:
+    """``value`` itself, unless graph text cannot hold it (raises :class:`_Unwritable`)."""
+    if isinstance(value, str):
+        if not is_unicode(value):
+            raise _Unwritable(
+                f"holds text that is not valid Unicode (lone surrogate): {value[:60]!r}"
+            )
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unwritable(f"holds {value!r}, which JSON cannot write (no NaN or infinity)")
+    elif isinstance(value, int) and too_long_for_text(value):
+        raise _Unwritable(
+            f"holds an integer of more than {sys.get_int_max_str_digits():,} decimal digits "
+            "(Python's limit for turning integers into text)"
+        )
+    return value
 
 
 def thaw(value: Any) -> Any:

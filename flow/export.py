@@ -24,13 +24,17 @@ whether the rest of the graph came from text or code. Replacing a node with
 Conditions and tasks given as Python objects (components) have no text form: exporting them
 raises :class:`~flow.errors.GraphDefinitionError` naming the node (register the component in a
 container and use its ``@name`` instead). Meta values that JSON/YAML cannot represent raise the
-same error.
+same error, naming the graph, node or link whose meta holds them: a ``date`` or ``bytes`` in
+JSON, an object of the caller's own in either. What no graph text can hold — NaN and infinity,
+lone surrogates, integers too long to write, two keys that are the same text — never gets here:
+the graph refuses it when it is built, and turns non-text meta keys into text (``_frozen``), so
+``to_json()`` and ``to_yaml()`` agree and their text loads back as the same graph.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -62,22 +66,52 @@ def graph_to_json(graph: Graph) -> str:
     """Compact JSON (``,``/``:`` separators, non-ASCII kept as is)."""
     data = graph_to_dict(graph)
     try:
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return _json(data)
     except (TypeError, ValueError) as exc:
-        raise GraphDefinitionError(
-            f"Graph {graph.id!r} has meta that JSON cannot represent: {exc}", graph_id=graph.id
-        ) from exc
+        raise _unwritable(graph, "JSON", _json, exc) from exc
 
 
 def graph_to_yaml(graph: Graph) -> str:
     """Block-style YAML in export key order, non-ASCII kept as is."""
     data = graph_to_dict(graph)
     try:
-        return yaml.dump(data, Dumper=_SafeDumper, allow_unicode=True, sort_keys=False)
+        return _yaml(data)
     except yaml.YAMLError as exc:
-        raise GraphDefinitionError(
-            f"Graph {graph.id!r} has meta that YAML cannot represent: {exc}", graph_id=graph.id
-        ) from exc
+        raise _unwritable(graph, "YAML", _yaml, exc) from exc
+
+
+def _json(data: Any) -> str:
+    # allow_nan=False: the graph refuses NaN when it is built; should one get here, JSON
+    # text with NaN is what flow_sqla and other readers refuse.
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_SafeDumper, allow_unicode=True, sort_keys=False)
+
+
+def _unwritable(
+    graph: Graph, form: str, dump: Callable[[Any], str], exc: Exception
+) -> GraphDefinitionError:
+    """The error for meta ``dump`` refuses (a date in JSON, an object of the caller's own),
+    naming whose meta it is: found again only on this error path, one meta at a time."""
+    owners: list[tuple[str, Mapping[str, Any]]] = [("the graph", graph.meta)]
+    for node in graph.nodes.values():
+        owners.append((f"node {node.id!r}", node.meta))
+        owners += [(f"link {k.prev_id} -> {k.next_id}", k.meta) for k in node._links]
+    whose = next((name for name, meta in owners if meta and _refuses(dump, meta)), "a meta")
+    return GraphDefinitionError(
+        f"Graph {graph.id!r} has meta that {form} cannot represent, in {whose}: {exc}",
+        graph_id=graph.id,
+    )
+
+
+def _refuses(dump: Callable[[Any], str], meta: Mapping[str, Any]) -> bool:
+    try:
+        dump(_plain(meta))
+    except (TypeError, ValueError, yaml.YAMLError):
+        return True
+    return False
 
 
 class _SafeDumper(yaml.SafeDumper):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -230,6 +232,97 @@ def test_unrepresentable_meta_is_a_graph_definition_error() -> None:
         graph.to_json()
     with pytest.raises(GraphDefinitionError, match="YAML"):
         graph.to_yaml()
+
+
+def test_meta_json_cannot_write_is_refused_naming_whose_meta_it_is() -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("e", meta={"due": datetime.date(2020, 1, 1)})
+    spec.add_end("e")
+    with pytest.raises(GraphDefinitionError, match="in link s -> e: Object of type date"):
+        spec.create().to_json()
+
+
+# -- meta that no graph text can hold: refused (or made text) when the graph is built ---------
+_NODE_META = "id: g\nlayout:\n  - {id: s, type: start, meta: %s}\n"
+_JSON_META = '{"id": "g", "layout": [{"id": "s", "type": "start", "meta": %s}]}'
+
+
+_NO_NAN = "which JSON cannot write (no NaN or infinity)"
+_SURROGATE = "holds text that is not valid Unicode (lone surrogate)"
+_SAME_TEXT = "has the keys 1 and '1', which are both '1' as text (meta keys are text)"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem", "path"),
+    [
+        (_NODE_META % "{x: .nan}", f"holds nan, {_NO_NAN}", "meta.x"),
+        (_NODE_META % "{a: [1, {b: -.inf}]}", f"holds -inf, {_NO_NAN}", "meta.a[1].b"),
+        (_JSON_META % '{"m": {"n n": Infinity}}', f"holds inf, {_NO_NAN}", "meta.m['n n']"),
+        (_JSON_META % '{"t": ["\\udc00"]}', f"{_SURROGATE}: '\\udc00'", "meta.t[0]"),
+        (_JSON_META % '{"m": {"\\ud800": 1}}', f"{_SURROGATE}: '\\ud800'", "meta.m"),
+        (_NODE_META % "{m: {1: a, '1': b, ~: c}}", _SAME_TEXT, "meta.m"),
+        (_NODE_META % "{$m: {x: {1: a, '1': c}}}", _SAME_TEXT, "meta.$m.x"),
+    ],
+)  # fmt: skip
+def test_meta_no_graph_text_can_hold_is_refused_at_load_naming_node_and_path(
+    text: str, problem: str, path: str
+) -> None:
+    """Such meta loaded, then to_json() wrote NaN (JSON no reader takes) or silently dropped one
+    of two keys that became the same text; flow_sqla refused to store the graph."""
+    with pytest.raises(GraphDefinitionError) as caught:
+        Graph.from_text(text)
+    assert str(caught.value) == f"The meta of node 's' in graph 'g' {problem} (at {path})"
+    assert caught.value.graph_id == "g"
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda s: s.meta_put(1, "a").meta_put("1", "b"),
+            f"The meta of the graph in graph 'g' {_SAME_TEXT} (at meta)",
+        ),
+        (
+            lambda s: s.add_start("s").link_add("e", meta={"n": [10**5000]}),
+            "The meta of link s -> e in graph 'g' holds an integer of more than 4,300 decimal "
+            "digits (Python's limit for turning integers into text) (at meta.n[0])",
+        ),
+        (
+            lambda s: s.add_start("s", meta={"f": float("nan")}),
+            f"The meta of node 's' in graph 'g' holds nan, {_NO_NAN} (at meta.f)",
+        ),
+        (
+            lambda s: setattr(s.add_start("t"), "meta", [1]),
+            "The meta of node 't' in graph 'g' must be a mapping, not list",
+        ),
+        (
+            lambda s: s.add_start("s").meta_put("k", {"\udfff"}),
+            f"The meta of node 's' in graph 'g' {_SURROGATE}: '\\udfff' (at meta.k)",
+        ),
+    ],
+)
+def test_meta_no_graph_text_can_hold_is_refused_by_create(
+    build: Callable[[GraphSpec], object], message: str
+) -> None:
+    spec = GraphSpec("g")
+    spec.add_start("s")
+    build(spec)
+    with pytest.raises(GraphDefinitionError) as caught:
+        spec.create()
+    assert str(caught.value) == message
+
+
+def test_non_text_meta_keys_are_text_at_every_depth_so_export_loads_back_the_same() -> None:
+    """The loader always read top-level meta keys as text; nested ones kept their YAML type
+    and export turned them into text, so the stored graph differed from the loaded one."""
+    g = Graph.from_text(_NODE_META % "{2: top, m: {1: a, ~: c, 2.5: d}, l: [{3: x}]}")
+    meta = {"2": "top", "m": {"1": "a", "None": "c", "2.5": "d"}, "l": [{"3": "x"}]}
+    assert dict(g.nodes["s"].meta) == meta
+    for text in (g.to_json(), g.to_yaml()):
+        assert shape(Graph.from_text(text)) == shape(g)
+    spec = GraphSpec("g")
+    spec.add_start("s", meta={"m": {1: "a"}})
+    assert dict(spec.create().nodes["s"].meta) == {"m": {"1": "a"}}
 
 
 def test_oa_graph_round_trips_through_json_and_yaml() -> None:
