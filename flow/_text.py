@@ -4,10 +4,18 @@ Titles, ids and conditions come from files and tables other people write. Two th
 such text matter wherever it goes: it must be valid Unicode (a lone surrogate cannot be
 written to UTF-8 — not to JSON, a database or a terminal), and a control character in it must
 never reach a terminal raw, where an escape sequence clears the screen, retitles the window or
-repaints what the output says.
+repaints what the output says. The renderers and the CLI share :func:`escape_controls`.
 """
 
 from __future__ import annotations
+
+import unicodedata
+
+#: Characters that reorder the text around them on screen (bidirectional embeddings,
+#: overrides and isolates): escaped like the control characters.
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def is_unicode(text: str) -> bool:
@@ -19,3 +27,17 @@ def is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every control (C0, DEL, C1), line-separating or bidi character written as
+    its Python escape (``\\x1b``, ``\\u202e``); everything else, whitespace included, kept."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(ch) for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    if ch in BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+        return ascii(ch)[1:-1]
+    return ch

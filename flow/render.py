@@ -6,7 +6,11 @@ condition (``default`` for the unconditioned link of an exclusive gateway) and, 
 maps node ids to ``TaskState`` codes, colour each node by its state: waiting amber, completed
 green, terminated red (unknown codes and absent nodes stay plain). Links to unknown node ids end
 in a dashed "missing" node so the mistake is visible. All text from the graph is escaped, so any
-title, id or condition renders safely.
+title, id or condition renders safely: Mermaid and DOT syntax is escaped, and so is every control
+character (C0, DEL, C1: ``ESC``, ``BS``, ``NUL``...), line separator and bidi override, shown as
+its escape (``\x1b``, ``\u202e``) like ``flow validate`` shows it, so a picture printed to a
+terminal sends it no escape sequence. (DOT ids stay distinct: ``"a\x1b"`` written as text is not
+the id of a node whose id holds ``ESC``.)
 
 A picture with ``states`` is a picture of one instance, meant to be read without this page: it
 also names the actor of each human node (its ``actor`` meta, ``for manager``), draws the path
@@ -21,6 +25,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from flow._text import escape_controls
 from flow.node_type import NodeType
 
 if TYPE_CHECKING:
@@ -98,7 +103,7 @@ def graph_to_dot(
     instance: nodes filled by state, actors, the path taken and a legend naming ``instance_id``."""
     title = graph.title if instance_id is None else f"{graph.title}\ninstance {instance_id}"
     lines = [
-        f"digraph {_dot_text(graph.id)} {{",
+        f"digraph {_dot_id(graph.id)} {{",
         f"    label={_dot_text(title)};",
         "    labelloc=t;",
         '    fontname="Helvetica";',
@@ -109,7 +114,7 @@ def graph_to_dot(
     lines += [_dot_node(n, (states or {}).get(n.id), actors) for n in graph.nodes.values()]
     for missing in _missing_targets(graph):
         label = _dot_text(f"{missing} (missing)")
-        lines.append(f"    {_dot_text(missing)} [label={label}, shape=box, style=dashed];")
+        lines.append(f"    {_dot_id(missing)} [label={label}, shape=box, style=dashed];")
     taken = _path_taken(graph, states) if states is not None else set()
     for link in graph.links:
         label = _link_label(link)
@@ -117,7 +122,7 @@ def graph_to_dot(
         if (link.prev_id, link.next_id) in taken:
             attrs += ["penwidth=3", f'color="{_PATH_COLOUR}"']
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
-        lines.append(f"    {_dot_text(link.prev_id)} -> {_dot_text(link.next_id)}{suffix};")
+        lines.append(f"    {_dot_id(link.prev_id)} -> {_dot_id(link.next_id)}{suffix};")
     if states is not None:
         lines += _dot_legend(graph, instance_id)
     lines.append("}")
@@ -207,10 +212,12 @@ class _MermaidIds:
 
 
 def _mermaid_text(text: str) -> str:
+    """A label: Mermaid's special characters as entities, whitespace folded to one line,
+    control characters escaped (ids never need it: :class:`_MermaidIds` makes them)."""
     out = text.replace("#", "#35;")
     for char, entity in _MERMAID_ENTITIES:
         out = out.replace(char, entity)
-    return " ".join(out.split())
+    return escape_controls(" ".join(out.split()))
 
 
 def _mermaid_shape(node: Node, actors: bool = False) -> str:
@@ -255,10 +262,21 @@ def _mermaid_states(graph: Graph, states: Mapping[str, int], ids: _MermaidIds) -
 
 
 def _dot_text(text: str) -> str:
-    """A DOT quoted string; backslashes doubled so label escapes like ``\\l`` stay literal."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = escaped.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
-    return f'"{escaped}"'
+    """A DOT quoted label: line breaks as DOT's ``\\n``, control characters shown as their
+    escapes, backslashes doubled so that those and label escapes like ``\\l`` stay literal."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    joined = "\\n".join(_dot_quoted(escape_controls(line)) for line in lines)
+    return f'"{joined}"'
+
+
+def _dot_id(text: str) -> str:
+    """A DOT quoted id, one per text: backslashes doubled first, so the single-backslash escape
+    of a control character (``\\x1b``, ``\\n``) can be no other id's text."""
+    return f'"{escape_controls(_dot_quoted(text))}"'
+
+
+def _dot_quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _dot_node(node: Node, state: int | None, actors: bool = False) -> str:
@@ -271,7 +289,7 @@ def _dot_node(node: Node, state: int | None, actors: bool = False) -> str:
         attrs += [f'fillcolor="{style[1]}"', f'color="{style[2]}"']
     if styles:
         attrs.append(f'style="{",".join(styles)}"')
-    return f"    {_dot_text(node.id)} [{', '.join(attrs)}];"
+    return f"    {_dot_id(node.id)} [{', '.join(attrs)}];"
 
 
 def _dot_legend(graph: Graph, instance_id: str | None) -> list[str]:
@@ -294,8 +312,8 @@ def _dot_legend(graph: Graph, instance_id: str | None) -> list[str]:
             attrs += ['style="rounded,filled"', f'fillcolor="{style[1]}"', f'color="{style[2]}"']
         else:
             attrs.append('style="rounded"')
-        lines.append(f"        {_dot_text(prefix + name)} [{', '.join(attrs)}];")
-    start, end = _dot_text(prefix + "path_from"), _dot_text(prefix + "path_to")
+        lines.append(f"        {_dot_id(prefix + name)} [{', '.join(attrs)}];")
+    start, end = _dot_id(prefix + "path_from"), _dot_id(prefix + "path_to")
     lines += [
         f'        {start} [label="", shape=point];',
         f'        {end} [label="path taken", shape=plaintext];',

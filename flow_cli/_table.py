@@ -10,13 +10,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Collection, Sequence
 
-MAX_CELL = 48
+from flow._text import escape_controls
 
-#: Characters that reorder the text around them on screen (bidirectional embeddings,
-#: overrides and isolates): shown escaped like the control characters.
-_BIDI_CONTROLS = frozenset(
-    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-)
+MAX_CELL = 48
 
 
 def display_width(text: str) -> int:
@@ -32,16 +28,8 @@ def printable(text: str) -> str:
 
 def escaped(text: str) -> str:
     """``text`` with every control, line-separating or bidi character escaped, whitespace
-    otherwise kept: an id is shown as it is, so two ids never look alike."""
-    if text.isprintable():
-        return text
-    return "".join(_escaped(ch) for ch in text)
-
-
-def _escaped(ch: str) -> str:
-    if ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
-        return ascii(ch)[1:-1]
-    return ch
+    otherwise kept: an id is shown as it is (the renderers escape the same way)."""
+    return escape_controls(text)
 
 
 def _clip(text: str, limit: int | None) -> str:

@@ -127,3 +127,20 @@ def test_render_needs_a_graph_or_an_instance(flow: Flow) -> None:
     result = flow("render")
     assert result.code == 2
     assert "give a GRAPH file, or --instance ID" in single_error_line(result)
+
+
+@pytest.mark.parametrize("fmt", ["mermaid", "dot"])
+def test_render_prints_control_characters_of_the_graph_escaped(
+    flow: Flow, tmp_path: Path, fmt: str
+) -> None:
+    """Titles, ids and conditions went to stdout raw: an escape sequence in a graph file
+    cleared the screen, retitled the window or recoloured what `flow render` printed."""
+    hostile = tmp_path / "esc.yml"
+    hostile.write_text(
+        'id: g\ntitle: "T\\e]0;pwned\\a"\nlayout:\n'
+        '  - {id: "s\\e[2J", type: start, title: "Start\\e[31mRED\\b\\rX", link: "gone\\e[5m"}\n'
+    )
+    result = flow("render", "--format", fmt, str(hostile))
+    assert result.code == 0, result.err
+    assert not {"\x1b", "\x07", "\x08", "\r"} & set(result.out)
+    assert "x1b[31mRED" in result.out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,44 @@ def test_dot_legend_ids_never_clash_with_node_ids() -> None:
     dot = graph_to_dot(g, {"legend:waiting": 1001})
     assert '"_legend:waiting" [label="waiting"' in dot
     assert dot.count('\n    "legend:waiting" [') == 1
+
+
+# -- control characters: a picture printed to a terminal sends it no escape sequence ---------
+_HOSTILE = (
+    'id: g\ntitle: "T\\e]0;pwned\\a"\nlayout:\n'
+    '  - {id: "s\\e[2J", type: start, title: "Start\\e[31mRED\\b\\0\\x9b\\u202eZ",'
+    ' link: [{nextId: "gone\\e[5m", when: "x\\e[8m"}]}\n'
+)
+
+
+def controls(text: str) -> set[str]:
+    """The control, line-separating and bidi characters of ``text`` (line ends aside)."""
+    return {
+        ch
+        for ch in text.replace("\n", "")
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or ch in "\u202e\u2066"
+    }
+
+
+def test_mermaid_shows_control_characters_escaped() -> None:
+    """ESC, BS, NUL, C1 and bidi overrides in titles, ids and conditions went to stdout raw:
+    `flow render` could clear the screen, retitle the window or reverse what it printed."""
+    text = Graph.from_text(_HOSTILE).to_mermaid()
+    assert controls(text) == set()
+    assert '    n_s__2J(["Start\\x1b[31mRED\\x08\\x00\\x9b\\u202eZ"])\n' in text
+    assert '    n_gone__5m["gone\\x1b[5m (missing)"]\n' in text
+    assert '-->|"x\\x1b[8m"|' in text
+
+
+def test_dot_shows_control_characters_escaped_and_keeps_ids_apart() -> None:
+    g = Graph.from_text(_HOSTILE)
+    text = graph_to_dot(g)
+    assert controls(text) == set()
+    assert '    label="T\\\\x1b]0;pwned\\\\x07";\n' in text  # a label shows the escape
+    assert 'label="Start\\\\x1b[31mRED\\\\x08\\\\x00\\\\x9b\\\\u202eZ"' in text
+    assert '    "s\\x1b[2J" -> "gone\\x1b[5m" [label="x\\\\x1b[8m"];\n' in text
+    spec = GraphSpec("g")
+    spec.add_start("a\x1b").link_add("a\\x1b")  # an id holding ESC, one spelling its escape
+    spec.add_end("a\\x1b")
+    text = graph_to_dot(spec.create())
+    assert '    "a\\x1b" -> "a\\\\x1b";\n' in text
