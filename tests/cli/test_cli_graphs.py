@@ -144,3 +144,16 @@ def test_render_prints_control_characters_of_the_graph_escaped(
     assert result.code == 0, result.err
     assert not {"\x1b", "\x07", "\x08", "\r"} & set(result.out)
     assert "x1b[31mRED" in result.out
+
+
+def test_a_lone_surrogate_in_a_title_is_a_validate_error_and_one_render_line(
+    flow: Flow, tmp_path: Path
+) -> None:
+    """It passed `flow validate`; `flow render` then died with a UnicodeEncodeError."""
+    bad = tmp_path / "sur.json"
+    bad.write_text('{"id":"g","title":"\\ud800","layout":[{"id":"a","type":"start"}]}')
+    result = flow("validate", str(bad))
+    assert result.code == 1
+    assert "error: The title of graph 'g' is not valid Unicode text (lone surrogate)" in result.out
+    line = single_error_line(flow("render", str(bad)))
+    assert "The title of graph 'g' is not valid Unicode text" in line
