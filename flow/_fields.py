@@ -51,9 +51,15 @@ def check_text(value: object, what: str, graph_id: str | None) -> str | None:
 
 
 def check_description(value: Any, what: str, graph_id: str | None) -> Any:
-    """A condition or task: text (stripped, ``None`` when blank) or a component object."""
+    """A condition or task: text (stripped, ``None`` when blank) or a component object —
+    not a number, boolean or bytes, which would fail only when the node runs."""
     if isinstance(value, str):
         check_text(value, what, graph_id)
+    elif isinstance(value, int | float | complex | bytes | bytearray):  # bool is an int
+        raise GraphDefinitionError(
+            f"{what} must be a string or a component object, not {type(value).__name__}",
+            graph_id=graph_id,
+        )
     return _description(value)
 
 

@@ -92,7 +92,7 @@ def budget(graph_id: str | None) -> _Budget:
 
 def freeze_meta(meta: Mapping[str, Any] | None, spent: _Budget, where: str) -> Mapping[str, Any]:
     """A deep read-only copy of one ``meta`` mapping (the shared empty proxy when empty)."""
-    if not meta:
+    if meta is None:
         return EMPTY
     if not isinstance(meta, Mapping):
         raise GraphDefinitionError(
@@ -100,6 +100,8 @@ def freeze_meta(meta: Mapping[str, Any] | None, spent: _Budget, where: str) -> M
             f"{type(meta).__name__}",
             graph_id=spent.graph_id,
         )
+    if not meta:
+        return EMPTY
     try:
         frozen: Mapping[str, Any] = _freeze(meta, spent, where, 1)
     except _Unwritable as bad:

@@ -30,8 +30,9 @@ def is_unicode(text: str) -> bool:
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with every control (C0, DEL, C1), line-separating or bidi character written as
-    its Python escape (``\\x1b``, ``\\u202e``); everything else, whitespace included, kept."""
+    """``text`` with every control (C0, DEL, C1 — tab and newline among them), line-separating
+    or bidi character written as its Python escape (``\\x1b``, ``\\t``, ``\\u202e``);
+    everything else, the plain space included, kept."""
     if text.isprintable():
         return text
     return "".join(_escaped(ch) for ch in text)

@@ -20,13 +20,33 @@ from flow._fields import check_description, check_id, check_priority, check_text
 from flow._frozen import budget, freeze_meta, refuse_delattr, refuse_setattr
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
+from flow.spec import LinkSpec, NodeSpec
 
 if TYPE_CHECKING:
     from flow._frozen import _Budget
-    from flow.spec import GraphSpec, LinkSpec, LoadNotes, NodeSpec
+    from flow.spec import GraphSpec, LoadNotes
     from flow.validation import Problem
 
 _set = object.__setattr__  # how the model's own code sets attributes while building
+
+
+def _link_specs(spec: NodeSpec, of: str, graph_id: str) -> list[LinkSpec]:
+    """A node spec's links: a list of :class:`LinkSpec` (``link_add`` makes them; a list
+    edited by hand may hold anything)."""
+    links = spec.links
+    if not isinstance(links, list | tuple):
+        raise GraphDefinitionError(
+            f"The links {of} must be a list of LinkSpec, not {type(links).__name__}",
+            graph_id=graph_id,
+        )
+    for position, link in enumerate(links, start=1):
+        if not isinstance(link, LinkSpec):
+            raise GraphDefinitionError(
+                f"Link #{position} {of} must be a LinkSpec (NodeSpec.link_add), not "
+                f"{type(link).__name__}",
+                graph_id=graph_id,
+            )
+    return list(links)
 
 
 class Link:
@@ -109,7 +129,7 @@ class Node:
     def __init__(self, graph: Graph, spec: NodeSpec, spent: _Budget) -> None:
         """``spec.id`` is checked by the graph (which knows the node's position)."""
         gid, of = graph.id, f"of node {spec.id!r} of graph {graph.id!r}"
-        links = tuple(Link(graph, spec.id, ls, spent) for ls in spec.links)
+        links = tuple(Link(graph, spec.id, ls, spent) for ls in _link_specs(spec, of, gid))
         _set(self, "graph", graph)
         _set(self, "id", spec.id)
         _set(self, "title", check_text(spec.title, f"The title {of}", gid))
@@ -271,6 +291,12 @@ class Graph:
         node_map: dict[str, Node] = {}
         for position, (key, ns) in enumerate(specs.items(), start=1):
             what = f"The id of node #{position} of graph {self.id!r}"
+            if not isinstance(ns, NodeSpec):
+                raise GraphDefinitionError(
+                    f"Node #{position} of graph {self.id!r} ({key!r}) must be a NodeSpec, not "
+                    f"{type(ns).__name__}",
+                    graph_id=self.id,
+                )
             node_id = check_id(ns.id, what, self.id)
             if node_id != key:
                 raise GraphDefinitionError(

@@ -64,10 +64,21 @@ class LinkSpec:
         self.when = _description(when)
         self.title = title
         self.priority = priority
-        self.meta: dict[str, Any] = dict(meta or {})
+        self.meta: dict[str, Any] = _meta_dict(meta, f"link to {next_id!r}")
 
     def __repr__(self) -> str:
         return f"LinkSpec({self.next_id!r})"
+
+
+def _meta_dict(meta: object, where: str) -> dict[str, Any]:
+    """A spec's own copy of the ``meta`` it is given: a mapping, or ``None`` for none."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise GraphDefinitionError(
+            f"The meta of {where} must be a mapping, not {type(meta).__name__}"
+        )
+    return dict(meta)
 
 
 class NodeSpec:
@@ -88,7 +99,7 @@ class NodeSpec:
         self.id = id
         self.type = type
         self.title = title
-        self.meta: dict[str, Any] = dict(meta or {})
+        self.meta: dict[str, Any] = _meta_dict(meta, f"node {id!r}")
         self.when = _description(when)
         self.task = _description(task)
         self.links: list[LinkSpec] = []

@@ -956,7 +956,7 @@ class SqlStateRepository:
         try:
             doc = json_dumps(graph.to_dict())
         except (TypeError, ValueError) as exc:
-            # YAML's own types (!!timestamp, !!binary, !!set) or a NaN kept in a node's meta.
+            # YAML's own types (!!timestamp, !!binary, !!set) kept in a node's meta.
             problem = f"its meta holds a value JSON has no form for ({exc})"
             raise UnstorableGraphError(graph.id, [problem]) from exc
         # Only a document that might be too long is encoded to count its bytes.

@@ -162,3 +162,70 @@ def test_a_lone_surrogate_given_in_code_is_refused_by_create() -> None:
     spec.add_start("s", title="\udc00")
     message = str(refusal(spec.create))
     assert message.startswith("The title of node 's' of graph 'g' is not valid Unicode")
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda s: s.add_start("s", meta=5),  # type: ignore[typeddict-item]
+            "The meta of node 's' must be a mapping, not int",
+        ),
+        (
+            lambda s: s.add_start("s").link_add("e", meta="ab"),  # type: ignore[arg-type]
+            "The meta of link to 'e' must be a mapping, not str",
+        ),
+    ],
+)
+def test_a_meta_that_is_not_a_mapping_is_refused_when_given(build: Build, message: str) -> None:
+    error = refusal(lambda: build(GraphSpec("g")))
+    assert str(error).startswith(message)
+
+
+def _spec_with(edit: Callable[[GraphSpec], None]) -> GraphSpec:
+    spec = GraphSpec("g")
+    spec.add_exclusive("s")
+    spec.add_end("e")
+    edit(spec)
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda s: s.nodes["s"].links.append("e"),  # type: ignore[arg-type]
+            "Link #1 of node 's' of graph 'g' must be a LinkSpec",
+        ),
+        (
+            lambda s: setattr(s.nodes["s"], "links", None),
+            "The links of node 's' of graph 'g' must be a list of LinkSpec, not NoneType",
+        ),
+        (
+            lambda s: s.nodes.__setitem__("x", "x"),  # type: ignore[arg-type]
+            "Node #3 of graph 'g' ('x') must be a NodeSpec, not str",
+        ),
+        (
+            lambda s: s.nodes["s"].link_add("e", when=5),
+            "The condition of link s -> e of graph 'g' must be a string or a component",
+        ),
+        (
+            lambda s: setattr(s.nodes["e"], "task", b"x"),
+            "The task of node 'e' of graph 'g' must be a string or a component object, not bytes",
+        ),
+        (
+            lambda s: setattr(s.nodes["s"], "meta", 0),
+            "The meta of node 's' in graph 'g' must be a mapping, not int",
+        ),
+        (
+            lambda s: setattr(s.nodes["s"], "meta", []),
+            "The meta of node 's' in graph 'g' must be a mapping, not list",
+        ),
+    ],
+)
+def test_a_spec_edited_by_hand_into_a_wrong_shape_is_refused_by_create(
+    edit: Callable[[GraphSpec], None], message: str
+) -> None:
+    error = refusal(_spec_with(edit).create)
+    assert str(error).startswith(message)
+    assert error.graph_id == "g"
