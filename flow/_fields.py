@@ -11,11 +11,10 @@ terminals, none of which can hold one.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from flow._text import is_unicode
-from flow.codec import too_long_for_text
+from flow.codec import int_text_limit, too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
 from flow.spec import _description
@@ -84,7 +83,7 @@ def check_priority(value: object, what: str, graph_id: str | None) -> int:
         )
     if too_long_for_text(value):
         raise GraphDefinitionError(
-            f"{what} is an integer of more than {sys.get_int_max_str_digits():,} decimal digits "
+            f"{what} is an integer of more than {int_text_limit()} decimal digits "
             "(Python's limit for turning integers into text)",
             graph_id=graph_id,
         )

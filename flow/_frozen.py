@@ -24,14 +24,13 @@ export loads back as the same graph.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn, SupportsIndex
 
 from flow import loader
 from flow._text import is_unicode
-from flow.codec import too_long_for_text
+from flow.codec import int_text_limit, too_long_for_text
 from flow.errors import GraphDefinitionError, ReadOnlyGraphError
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -204,7 +203,7 @@ def _scalar(value: Any) -> Any:
             raise _Unwritable(f"holds {value!r}, which JSON cannot write (no NaN or infinity)")
     elif isinstance(value, int) and too_long_for_text(value):
         raise _Unwritable(
-            f"holds an integer of more than {sys.get_int_max_str_digits():,} decimal digits "
+            f"holds an integer of more than {int_text_limit()} decimal digits "
             "(Python's limit for turning integers into text)"
         )
     return value

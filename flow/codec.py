@@ -122,6 +122,12 @@ def too_long_for_text(value: int) -> bool:
     return digits > 0 and value.bit_length() > 3 * digits and abs(value) >= _int_bound(digits)
 
 
+def int_text_limit() -> str:
+    """Python's limit on the decimal digits of an integer turned into text, as messages say it
+    (``"4,300"``): the one :func:`too_long_for_text` applies."""
+    return f"{sys.get_int_max_str_digits():,}"
+
+
 def fast_int_bound(limits: CodecLimits) -> int:
     """A bound whose inside needs no digit count: ``10**min(18, max_int_digits)``."""
     return _int_bound(min(18, limits.max_int_digits))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import yaml
 
 from flow import _yaml_nodes
-from flow.codec import too_long_for_text
+from flow.codec import int_text_limit, too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
 from flow.spec import GraphSpec, LinkSpec, NodeSpec
@@ -222,10 +221,6 @@ def _parse_yaml(text: str) -> Any:
         ) from None
 
 
-def _digit_limit() -> str:
-    return f"{sys.get_int_max_str_digits():,}"
-
-
 def check_document(data: Any, graph_id: str) -> None:
     """Refuse a document nested deeper than :data:`MAX_DEPTH`, expanding to more than
     :data:`MAX_VALUES` values, or referring to itself — in time linear in its *distinct*
@@ -247,7 +242,7 @@ class _Measure:
                 # YAML's hex, octal and sexagesimal forms reach any size (Python limits only
                 # decimal text); such an int could never be written back as YAML or JSON.
                 self._fail(
-                    f"holds an integer of more than {_digit_limit()} decimal digits (Python's "
+                    f"holds an integer of more than {int_text_limit()} decimal digits (Python's "
                     "limit for turning integers into text)"
                 )
             if isinstance(value, str) and len(value) >= CHARS_PER_VALUE:
@@ -293,7 +288,7 @@ def _scalar_text(value: Any, what: str, graph_id: str | None) -> str | None:
     if isinstance(value, int) and too_long_for_text(value):
         # The graph id is read before the document is measured (check_document names it).
         raise GraphDefinitionError(
-            f"{what} is an integer of more than {_digit_limit()} decimal digits",
+            f"{what} is an integer of more than {int_text_limit()} decimal digits",
             graph_id=graph_id,
         )
     if isinstance(value, str | int | float):

@@ -262,10 +262,7 @@ class WorkflowExecutor:
         first. ``connection``: as for :meth:`status`. Raises :class:`IndexUnavailableError`,
         :class:`InvalidInstanceIdError`."""
         index = self._require_index("open_tasks")
-        instance_id = checked_instance_id(instance_id)
-        if connection is None:
-            return index.index_open_tasks(instance_id)
-        return index.index_open_tasks(instance_id, connection=connection)
+        return index.index_open_tasks(checked_instance_id(instance_id), **_on(connection))
 
     def status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         """The stored status of one instance; ``None`` when it is unknown (or was written
@@ -277,10 +274,7 @@ class WorkflowExecutor:
         :class:`InvalidInstanceIdError`; on SQL ``InvalidArgumentError`` for a ``connection``
         that is not a ``Connection``."""
         index = self._require_index("status")
-        instance_id = checked_instance_id(instance_id)
-        if connection is None:
-            return index.index_status(instance_id)
-        return index.index_status(instance_id, connection=connection)
+        return index.index_status(checked_instance_id(instance_id), **_on(connection))
 
     def instances(
         self,
@@ -301,17 +295,13 @@ class WorkflowExecutor:
         check_filter("creator", creator)
         if status is not None:
             status = checked_status(status)
-        if connection is None:  # a repository of the protocol's first form takes no connection
-            return index.index_instances(
-                status=status, graph_id=graph_id, creator=creator, limit=limit, after=after
-            )
         return index.index_instances(
             status=status,
             graph_id=graph_id,
             creator=creator,
             limit=limit,
             after=after,
-            connection=connection,
+            **_on(connection),
         )
 
     # -- the approval aggregate: withdraw and send back ------------------------------------
@@ -1060,6 +1050,12 @@ def _end_reached(graph: Graph, target: Node, driver: object, ctx: FlowContext) -
         return None
     reached = graph.get_node(record.id)
     return reached if reached is not None and reached.type == NodeType.END else None
+
+
+def _on(connection: object) -> dict[str, Any]:
+    """The ``connection=`` keyword for a task-index query, only when one is given: a repository
+    of the protocol's first form takes none."""
+    return {} if connection is None else {"connection": connection}
 
 
 class _LockedUnitOfWork:
