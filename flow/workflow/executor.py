@@ -109,10 +109,6 @@ class WorkflowExecutor:
         recorder: TaskRecorder | None = None,
         max_steps: int | None = MAX_STEPS,
     ) -> None:
-        if max_steps is not None and (type(max_steps) is not int or max_steps < 1):
-            # A string failed every walk with a raw TypeError; 0 or a negative count refused
-            # every operation with StepBudgetError — both long after the executor was built.
-            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         self.engine = engine
         self.max_steps = max_steps
         self.state_controller: StateController = (
@@ -122,6 +118,20 @@ class WorkflowExecutor:
             state_repository if state_repository is not None else InMemoryStateRepository()
         )
         self.recorder = recorder
+
+    @property
+    def max_steps(self) -> int | None:
+        """The step budget of every walk (see the class docstring); ``None``: unlimited."""
+        return self._max_steps
+
+    @max_steps.setter
+    def max_steps(self, value: int | None) -> None:
+        # Checked wherever it is set, the constructor or a later assignment: a string failed
+        # every walk with a raw TypeError; 0, a negative count or a bool refused every
+        # operation with StepBudgetError — both long after the budget was set.
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"max_steps must be a positive int or None, got {value!r}")
+        self._max_steps = value
 
     # -- queries -----------------------------------------------------------------------
     def claim_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:

@@ -76,6 +76,18 @@ def test_a_budget_that_is_no_positive_count_is_refused_when_the_executor_is_buil
         WorkflowExecutor(FlowEngine(), max_steps=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("bad", ["5", 0, -1, 1.5, True])
+def test_a_budget_assigned_later_is_checked_too(bad: object) -> None:
+    """``executor.max_steps = n`` (docs/limits.md) is refused as the keyword is, and the
+    executor keeps the budget it had."""
+    executor = WorkflowExecutor(FlowEngine(), max_steps=500)
+    with pytest.raises(ValueError, match="max_steps must be a positive int or None"):
+        executor.max_steps = bad  # type: ignore[assignment]
+    assert executor.max_steps == 500
+    executor.max_steps = None
+    assert executor.max_steps is None
+
+
 def test_forward_into_an_edge_back_to_apply_raises_step_budget_error() -> None:
     recorder = ListRecorder()
     executor, _ = _executor(REJECT, recorder=recorder, max_steps=1_000)
