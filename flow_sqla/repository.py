@@ -363,9 +363,7 @@ class SqlStateRepository:
         """
         outer = self._local.ops.get(ctx.instance_id)
         if outer is not None:
-            if lock and not outer.locked:
-                self._relock(ctx, outer)
-            yield
+            yield from self._nested(ctx, outer, lock)
             return
         check_instance_id(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
@@ -410,6 +408,32 @@ class SqlStateRepository:
         finally:
             ctx.connection = saved
         self._remember(op, cache=True, stamp=stamp)
+
+    def _nested(self, ctx: FlowContext, outer: _Operation, lock: bool) -> Iterator[None]:
+        """An operation on an instance this thread already has one open on — task code or an
+        interceptor calling the executor back, often with a context of its own: it joins the
+        open one. Its states, variables and history row go into that transaction and commit
+        or roll back with it, so ``ctx`` carries that connection for the block (a context
+        carrying none would have its history row committed on its own — left behind by a
+        failing outer operation, or, on SQLite, waiting for the outer's write lock). A
+        context carrying another ``Connection`` is refused (:class:`RepositoryError`,
+        nothing written): its states would go into one transaction, its history into the
+        other."""
+        given = ctx.connection
+        if isinstance(given, Connection) and given is not outer.conn:
+            raise RepositoryError(
+                "An operation on this instance is already running in this thread on another "
+                "connection (task code or an interceptor calling the executor back): call it "
+                "with that operation's context, or a context carrying its ctx.connection",
+                instance_id=ctx.instance_id,
+            )
+        if lock and not outer.locked:
+            self._relock(ctx, outer)
+        ctx.connection = outer.conn
+        try:
+            yield
+        finally:
+            ctx.connection = given
 
     def _joined(self, ctx: FlowContext, conn: Connection) -> Iterator[None]:
         instance_id = ctx.instance_id

@@ -530,3 +530,85 @@ def test_after_a_database_error_the_task_code_wrapped_nothing_more_is_sent(
     finally:
         sa.event.remove(db, "before_cursor_execute", record)
     assert after_error == []
+
+
+CALL_BACK = """
+id: cb
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: employee}, link: notify}
+  - {id: notify, task: '@notify', link: review}
+  - {id: review, meta: {actor: manager}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def _calling_back(
+    db: sa.Engine, then: Callable[[], None], connection: Callable[[Any], Any] | None = None
+) -> WorkflowExecutor:
+    """An executor whose automatic node ``notify`` terminates ``review`` through the executor
+    again, with a context of its own (``connection`` picks what it carries), then ``then()``."""
+    container = MapContainer()
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    engine.load(Graph.from_text(CALL_BACK))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
+
+    def notify(context: Any, node: Any) -> None:
+        carried = None if connection is None else connection(context)
+        own = ctx(context.instance_id, "bot", carried)
+        ex.submit_task_at("cb", "review", TaskAction.TERMINATE, own, message="auto")
+        then()
+
+    container.put_component("notify", notify)
+    return ex
+
+
+def _fail() -> None:
+    raise RuntimeError("mail server down")
+
+
+def _forward_apply(ex: WorkflowExecutor, instance_id: str) -> None:
+    context = ctx(instance_id, "employee")
+    task = ex.claim_task("cb", context)
+    assert task is not None
+    ex.submit_task(task, TaskAction.FORWARD, context)
+
+
+def _history(db: sa.Engine, instance_id: str) -> list[tuple[Any, ...]]:
+    with db.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT source_node_code, message FROM bpm_flow_task "
+                "WHERE flow_ins_id = :i ORDER BY id"
+            ),
+            {"i": instance_id},
+        )
+        return [tuple(row) for row in rows]
+
+
+def test_task_code_calling_back_with_its_own_context_writes_in_the_outer_transaction(
+    db: sa.Engine,
+) -> None:
+    """Its history row commits or rolls back with the operation it runs in: a failing outer
+    submit leaves no row of the inner one behind (it once committed on its own — and on
+    SQLite waited for the outer's write lock, then failed as a 'retryable' conflict)."""
+    failing = _calling_back(db, _fail)
+    with pytest.raises(FlowError, match="notify"):
+        _forward_apply(failing, "cb-1")
+    assert _history(db, "cb-1") == []
+    # As the claim left it: the applicant's task open, the manager's not (nor terminated).
+    assert [task.node_id for task in failing.open_tasks("cb-1")] == ["apply"]
+
+    passing = _calling_back(db, lambda: None)
+    _forward_apply(passing, "cb-2")
+    assert _history(db, "cb-2") == [("review", "auto"), ("apply", None)]
+
+
+def test_task_code_calling_back_on_another_connection_is_refused(db: sa.Engine) -> None:
+    """Its states would go into one transaction and its history into another."""
+    with db.connect() as other:
+        ex = _calling_back(db, lambda: None, connection=lambda _: other)
+        with pytest.raises(RepositoryError, match="already running in this thread") as raised:
+            _forward_apply(ex, "cb-3")
+    assert raised.value.instance_id == "cb-3"
+    assert _history(db, "cb-3") == []
