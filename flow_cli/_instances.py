@@ -214,6 +214,7 @@ def run_recent_instances(args: argparse.Namespace) -> int:
         json_cell,
         standing_of,
     )
+    from flow_sqla._rows import parse_states, parse_vars
     from flow_sqla._vars import ALWAYS_EXCLUDED, DEFAULT_IDENTITY_KEYS
 
     never_read = ALWAYS_EXCLUDED | DEFAULT_IDENTITY_KEYS
@@ -241,9 +242,11 @@ def run_recent_instances(args: argparse.Namespace) -> int:
             continue
         try:
             graph = graph_from_json(stored_graph, instance_id)
-            stored = codec.decode_variables(json_cell(row["vars"]) or {})
+            # Read as the library reads them: a row of the wrong shape says what it holds.
+            stored = codec.decode_variables(parse_vars(instance_id, json_cell(row["vars"])))
             data = {k: v for k, v in stored.items() if k not in never_read}
-            where = standing_of(graph, json_cell(row["states"]) or {}, data).describe()
+            states = parse_states(instance_id, json_cell(row["states"]))
+            where = standing_of(graph, states, data).describe()
             graph_id = graph.id
         except Exception as exc:  # one broken row must not hide the others
             where, graph_id = f"unreadable: {one_line(exc)}", "?"

@@ -519,15 +519,19 @@ JSON_CELLS = ("graph", "states", "vars")
 
 def json_cell(raw: Any, *, graph: bool = False) -> Any:
     """A JSON column's value from :meth:`Session.rows`: decoded from text (``ValueError``
-    when it is not JSON), as is when the driver decoded it. ``graph``: a text that is not
-    JSON at all is the graph's bare id, as the Go plugin may store it."""
+    when it is not JSON, or JSON nested deeper than the decoder's recursion limit — a value
+    only another program writes), as is when the driver decoded it. ``graph``: a text that is
+    not JSON at all is the graph's bare id, as the Go plugin may store it."""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
     if not isinstance(raw, str):
         return raw
     if graph and not raw.lstrip().startswith(("{", '"', "[")):
         return raw
-    return json.loads(raw)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("its JSON is nested too deeply to decode") from None
 
 
 def _create_directory(path: Path) -> None:

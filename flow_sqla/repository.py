@@ -1357,7 +1357,14 @@ def _json_value(instance_id: str, raw: Any) -> Any:
 
 
 def _not_json(instance_id: str, exc: BaseException) -> SnapshotError:
-    """The error for a stored column that does not decode (raise it ``from exc``)."""
+    """The error for a stored column that does not decode (raise it ``from exc``): a JSON
+    column, or — on SQLite, whose columns keep any text — a time column holding no time."""
+    if "isoformat" in str(exc):  # datetime.fromisoformat, SQLite's DATETIME reader
+        return SnapshotError(
+            f"A time column of the stored row holds no time: {type(exc).__name__}: {exc}; "
+            "flow_sqla and the Go plugin write only times there: correct the row by hand",
+            instance_id=instance_id,
+        )
     return SnapshotError(
         f"The stored row is not valid JSON: {type(exc).__name__}: {exc}", instance_id=instance_id
     )

@@ -292,6 +292,84 @@ def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
     assert "unreadable" in lines["bad-1"]
 
 
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("column", ["states", "graph", "vars"])
+def test_a_row_nested_deeper_than_the_decoder_goes_is_unreadable_and_hides_no_other(
+    flow: Flow, migrated: str, column: str
+) -> None:
+    """Written by another program (SQLite and PostgreSQL keep it): a bare RecursionError once
+    failed the whole listing for a deep ``graph``."""
+    import sqlalchemy as sa
+
+    start(flow, migrated, "good-1", 300)
+    start(flow, migrated, "deep-1", 300)
+    engine = sa.create_engine(migrated)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'deep-1'"),
+            {"v": '{"a":' * 5000 + "{}" + "}" * 5000},
+        )
+    engine.dispose()
+    result = flow("instances", "--db", migrated)
+    assert result.code == 0, result.err
+    lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
+    assert "apply (Apply, for employee)" in lines["good-1"]
+    assert "unreadable" in lines["deep-1"]
+    assert "RecursionError" not in result.out + result.err
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("vars", "[1]", "Stored vars must be a JSON object, got list"),
+        ("states", "[]", "Stored states must be a JSON object, got list"),
+        ("states", '{"oa:apply": "done"}', "Stored state 'oa:apply' must be an integer code"),
+    ],
+)
+def test_a_row_of_the_wrong_shape_is_unreadable_saying_what_it_holds(
+    flow: Flow, migrated: str, column: str, value: str, said: str
+) -> None:
+    """As the library's own reads say it, not Python's ``'list' object has no attribute``."""
+    import sqlalchemy as sa
+
+    start(flow, migrated, "odd-1", 300)
+    engine = sa.create_engine(migrated)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'odd-1'"),
+            {"v": value},
+        )
+    engine.dispose()
+    result = flow("instances", "--db", migrated)
+    assert result.code == 0, result.err
+    assert f"unreadable: {said}" in result.out
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_row_whose_time_is_no_time_is_named_so_by_the_commands_reading_it(
+    flow: Flow, migrated: str
+) -> None:
+    """Not "the stored row is not valid JSON": the JSON columns are fine."""
+    import sqlalchemy as sa
+
+    start(flow, migrated, "bad-1", 300)
+    engine = sa.create_engine(migrated)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE bpm_flow_repository SET update_time = 'garbage' WHERE instant_id = 'bad-1'"
+            )
+        )
+    engine.dispose()
+    for command in (["history", "bad-1"], ["withdraw", "bad-1", "--actor", "employee"]):
+        result = flow(*command, "--db", migrated)
+        assert result.code == 1, result.err
+        line = single_error_line(result)
+        assert "A time column of the stored row holds no time" in line, command
+        assert "'garbage'" in line and "instance 'bad-1'" in line and "JSON" not in line
+
+
 def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
     flow: Flow, migrated: str
 ) -> None:
