@@ -378,8 +378,11 @@ class SqlStateRepository:
         cache is not used there — and the transaction keeps it. The executor then takes no
         process lock (see ``WorkflowExecutor._operation``: with one, two threads whose
         transactions each span a claim and a submit would deadlock on the process lock and the
-        row lock)."""
-        return isinstance(ctx.connection, Connection)
+        row lock). True as well for a call back into the executor on an instance this thread
+        has an operation open on (:meth:`_nested`): it joins that operation, which the row lock
+        (or this thread's process lock) already serializes — a process lock taken for it would
+        wait behind another thread that holds that lock and waits for the row."""
+        return isinstance(ctx.connection, Connection) or ctx.instance_id in self._local.ops
 
     def _owned(self, ctx: FlowContext, lock: bool) -> Iterator[None]:
         instance_id = ctx.instance_id

@@ -544,7 +544,10 @@ layout:
 
 
 def _calling_back(
-    db: sa.Engine, then: Callable[[], None], connection: Callable[[Any], Any] | None = None
+    db: sa.Engine,
+    then: Callable[[], None],
+    connection: Callable[[Any], Any] | None = None,
+    before: Callable[[], None] = lambda: None,
 ) -> WorkflowExecutor:
     """An executor whose automatic node ``notify`` terminates ``review`` through the executor
     again, with a context of its own (``connection`` picks what it carries), then ``then()``."""
@@ -554,6 +557,7 @@ def _calling_back(
     ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
 
     def notify(context: Any, node: Any) -> None:
+        before()
         carried = None if connection is None else connection(context)
         own = ctx(context.instance_id, "bot", carried)
         ex.submit_task_at("cb", "review", TaskAction.TERMINATE, own, message="auto")
@@ -612,3 +616,64 @@ def test_task_code_calling_back_on_another_connection_is_refused(db: sa.Engine) 
             _forward_apply(ex, "cb-3")
     assert raised.value.instance_id == "cb-3"
     assert _history(db, "cb-3") == []
+
+
+#: The lock wait a session of this test gives up after (seconds), on the servers.
+_LOCK_WAIT = {
+    "mysql": {"init_command": "SET SESSION innodb_lock_wait_timeout = 5"},
+    "postgresql": {"options": "-c lock_timeout=5000"},
+}
+_ROW_LOCK_WAITERS = {
+    "mysql": "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'",
+    "postgresql": (
+        "SELECT COUNT(*) FROM pg_stat_activity "
+        "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    ),
+}
+
+
+def test_task_code_calling_back_without_a_connection_waits_for_no_other_thread(
+    db: sa.Engine,
+) -> None:
+    """The submit runs in the caller's transaction (row locked, no process lock); another
+    thread's operation on the instance takes the process lock and waits for the row. The task
+    code's call back, with a context of its own, joins the submit — it once took the process
+    lock too, and the two threads waited on each other until the other's lock wait ran out."""
+    backend = "mysql" if db.dialect.name == "mariadb" else db.dialect.name
+    if backend == "sqlite":
+        pytest.skip("SQLite serializes every writer on its database lock, not on rows")
+    timed = sa.create_engine(db.url, connect_args=_LOCK_WAIT[backend])
+    outcome: list[object] = []
+
+    def other_thread() -> None:
+        try:
+            outcome.append(ex.claim_task("cb", ctx("cb-9", "manager")))
+        except Exception as exc:  # the test asserts on it
+            outcome.append(exc)
+
+    other = threading.Thread(target=other_thread)
+
+    def start_the_other_and_let_it_wait_for_the_row() -> None:
+        other.start()
+        deadline = threading.Event()
+        with timed.connect() as probe:
+            for _ in range(600):  # polled until it waits (or 30 s): a condition, not a delay
+                if probe.execute(sa.text(_ROW_LOCK_WAITERS[backend])).scalar():
+                    return
+                deadline.wait(0.05)
+        pytest.fail("the other thread never waited for the instance row")
+
+    try:
+        ex = _calling_back(timed, lambda: None, before=start_the_other_and_let_it_wait_for_the_row)
+        context = ctx("cb-9", "employee")
+        task = ex.claim_task("cb", context)
+        assert task is not None
+        with timed.begin() as conn:
+            mine = ctx("cb-9", "employee", conn)
+            ex.submit_task(task, TaskAction.FORWARD, mine)
+        other.join(TIMEOUT)
+        assert not other.is_alive()
+        assert not any(isinstance(found, Exception) for found in outcome), outcome
+        assert _history(timed, "cb-9") == [("review", "auto"), ("apply", None)]
+    finally:
+        timed.dispose()
