@@ -321,20 +321,22 @@ class Session:
 
     def rows(self, limit: int) -> list[Mapping[str, Any]]:
         """The newest ``limit`` instance rows (id, graph, states, vars, update_time as text, and the
-        status when the database keeps the task index). The JSON columns come as the driver
-        gives them — text, or decoded by psycopg — for :func:`json_cell` to decode row by row:
-        a row holding text that is not JSON must not fail the whole fetch."""
+        status when the database keeps the task index). The JSON columns come as text
+        (PostgreSQL's cast to it: psycopg would decode ``jsonb`` itself, and fail
+        the fetch on JSON nested deeper than Python decodes) for :func:`json_cell` to decode
+        row by row: a row holding text that is not JSON must not fail the whole fetch."""
         import sqlalchemy as sa
 
-        from flow_sqla._dialect import time_text
+        from flow_sqla._dialect import as_text, time_text
 
         t = self.tables.repository
+        dialect = self.engine.dialect.name
         columns: list[Any] = [
             t.c.instant_id,
-            *(sa.type_coerce(t.c[name], sa.Text()).label(name) for name in JSON_CELLS),
+            *(as_text(dialect, t.c[name]).label(name) for name in JSON_CELLS),
             # as ISO text, read by :func:`when` row by row: a time no driver reads (text on
             # SQLite, PostgreSQL's 'infinity') must not fail the whole fetch either
-            time_text(self.engine.dialect.name, t.c.update_time).label("update_time"),
+            time_text(dialect, t.c.update_time).label("update_time"),
         ]
         if self.indexed:
             columns.append(t.c.status)

@@ -52,9 +52,10 @@ from flow_sqla._limits import (
     check_instance_id,
     check_readable,
     check_readable_instance_id,
+    display_text,
 )
 from flow_sqla._prepared import PreparedStatements, execute_together
-from flow_sqla._reads import callers_connection
+from flow_sqla._reads import callers_connection, read_time
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -650,10 +651,35 @@ class SqlStateRepository:
         try:
             row = result.first()
         # Bad JSON, nesting too deep to parse; on SQLite, a JSON number kept as a number
-        # (the column's JSON type then decodes an int).
+        # (the column's JSON type then decodes an int), or a time column holding other text.
         except (ValueError, TypeError, RecursionError) as exc:
-            raise _not_json(instance_id, exc) from exc
+            raise self._unreadable_row(conn, instance_id, exc) from exc
         return None if row is None else row._mapping
+
+    def _unreadable_row(
+        self, conn: Connection, instance_id: str, exc: BaseException
+    ) -> SnapshotError:
+        """The error for a row whose fetch failed decoding it: the time column that holds no
+        time, when one does (SQLite keeps any text there; found by reading them as text),
+        else :func:`_not_json`."""
+        table = self.tables.repository
+        times = [column for column in table.c if isinstance(column.type, sa.DateTime)]
+        stmt = sa.select(*(self._dialect.time_text(column) for column in times)).where(
+            table.c.instant_id == instance_id
+        )
+        try:
+            found = conn.execute(stmt).first()
+        except Exception:  # the row's own error is the one to report
+            found = None
+        for column, value in zip(times, found or (), strict=False):
+            if value is not None and read_time(value) is None:
+                return SnapshotError(
+                    f"{table.name}.{column.name} holds {display_text(repr(value), 60)}, which "
+                    "is not a time; flow_sqla and the Go plugin write only times there: "
+                    "correct the row by hand",
+                    instance_id=instance_id,
+                )
+        return _not_json(instance_id, exc)
 
     def _fetch_locked(
         self, conn: Connection, stmt: Executable, instance_id: str, params: Mapping[str, Any]
@@ -1360,14 +1386,7 @@ def _json_value(instance_id: str, raw: Any) -> Any:
 
 
 def _not_json(instance_id: str, exc: BaseException) -> SnapshotError:
-    """The error for a stored column that does not decode (raise it ``from exc``): a JSON
-    column, or — on SQLite, whose columns keep any text — a time column holding no time."""
-    if "isoformat" in str(exc):  # datetime.fromisoformat, SQLite's DATETIME reader
-        return SnapshotError(
-            f"A time column of the stored row holds no time: {type(exc).__name__}: {exc}; "
-            "flow_sqla and the Go plugin write only times there: correct the row by hand",
-            instance_id=instance_id,
-        )
+    """The error for a stored column that does not decode (raise it ``from exc``)."""
     return SnapshotError(
         f"The stored row is not valid JSON: {type(exc).__name__}: {exc}", instance_id=instance_id
     )
