@@ -660,8 +660,12 @@ class SqlStateRepository:
         self, conn: Connection, instance_id: str, exc: BaseException
     ) -> SnapshotError:
         """The error for a row whose fetch failed decoding it: the time column that holds no
-        time, when one does (SQLite keeps any text there; found by reading them as text),
-        else :func:`_not_json`."""
+        time, when one does, else :func:`_not_json`. Only SQLite keeps other text in a time
+        column; there the times are read again as text to find it (an extra statement the
+        other servers never need: on PostgreSQL one that failed would abort the caller's
+        transaction)."""
+        if conn.dialect.name != "sqlite":
+            return _not_json(instance_id, exc)
         table = self.tables.repository
         times = [column for column in table.c if isinstance(column.type, sa.DateTime)]
         stmt = sa.select(*(self._dialect.time_text(column) for column in times)).where(

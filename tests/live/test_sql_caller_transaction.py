@@ -655,12 +655,16 @@ def test_task_code_calling_back_without_a_connection_waits_for_no_other_thread(
 
     def start_the_other_and_let_it_wait_for_the_row() -> None:
         other.start()
-        deadline = threading.Event()
-        with timed.connect() as probe:
-            for _ in range(600):  # polled until it waits (or 30 s): a condition, not a delay
+        pause = threading.Event()
+        # Each poll in a transaction of its own (PostgreSQL shows a transaction one snapshot
+        # of pg_stat_activity), 0.25 s apart (MariaDB refreshes innodb_trx at most every
+        # 0.1 s): polled until the other thread waits, or 30 s — a condition, not a delay.
+        probe_engine = timed.execution_options(isolation_level="AUTOCOMMIT")
+        with probe_engine.connect() as probe:
+            for _ in range(120):
                 if probe.execute(sa.text(_ROW_LOCK_WAITERS[backend])).scalar():
                     return
-                deadline.wait(0.05)
+                pause.wait(0.25)
         pytest.fail("the other thread never waited for the instance row")
 
     try:
