@@ -269,22 +269,25 @@ def test_ids_are_shown_whole_and_escaped_in_every_message(flow: Flow, migrated: 
     assert "no instance 'no  such\\tid'" in single_error_line(unknown)
 
 
+def hand_edit(db: str, instance: str, column: str, value: object) -> None:
+    """Set one column of an instance row as another program (or a hand edit) might."""
+    engine = sa.create_engine(db)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = :i"),
+            {"v": value, "i": instance},
+        )
+    engine.dispose()
+
+
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize("column", ["states", "graph", "vars"])
 def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
     flow: Flow, migrated: str, column: str
 ) -> None:
-    import sqlalchemy as sa
-
     start(flow, migrated, "good-1", 300)
     start(flow, migrated, "bad-1", 300)
-    engine = sa.create_engine(migrated)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'bad-1'"),
-            {"v": "{nope"},
-        )
-    engine.dispose()
+    hand_edit(migrated, "bad-1", column, "{nope")
     result = flow("instances", "--db", migrated)
     assert result.code == 0, result.err
     lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
@@ -299,17 +302,9 @@ def test_a_row_nested_deeper_than_the_decoder_goes_is_unreadable_and_hides_no_ot
 ) -> None:
     """Written by another program (SQLite and PostgreSQL keep it): a bare RecursionError once
     failed the whole listing for a deep ``graph``."""
-    import sqlalchemy as sa
-
     start(flow, migrated, "good-1", 300)
     start(flow, migrated, "deep-1", 300)
-    engine = sa.create_engine(migrated)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'deep-1'"),
-            {"v": '{"a":' * 5000 + "{}" + "}" * 5000},
-        )
-    engine.dispose()
+    hand_edit(migrated, "deep-1", column, '{"a":' * 5000 + "{}" + "}" * 5000)
     result = flow("instances", "--db", migrated)
     assert result.code == 0, result.err
     lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
@@ -331,16 +326,8 @@ def test_a_row_of_the_wrong_shape_is_unreadable_saying_what_it_holds(
     flow: Flow, migrated: str, column: str, value: str, said: str
 ) -> None:
     """As the library's own reads say it, not Python's ``'list' object has no attribute``."""
-    import sqlalchemy as sa
-
     start(flow, migrated, "odd-1", 300)
-    engine = sa.create_engine(migrated)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(f"UPDATE bpm_flow_repository SET {column} = :v WHERE instant_id = 'odd-1'"),
-            {"v": value},
-        )
-    engine.dispose()
+    hand_edit(migrated, "odd-1", column, value)
     result = flow("instances", "--db", migrated)
     assert result.code == 0, result.err
     assert f"unreadable: {said}" in result.out
@@ -352,16 +339,8 @@ def test_a_row_whose_time_is_no_time_is_named_so_by_the_commands_reading_it(
     flow: Flow, migrated: str, value: str
 ) -> None:
     """Not "the stored row is not valid JSON": the JSON columns are fine."""
-    import sqlalchemy as sa
-
     start(flow, migrated, "bad-1", 300)
-    engine = sa.create_engine(migrated)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text("UPDATE bpm_flow_repository SET update_time = :v WHERE instant_id = 'bad-1'"),
-            {"v": value},
-        )
-    engine.dispose()
+    hand_edit(migrated, "bad-1", "update_time", value)
     for command in (["history", "bad-1"], ["withdraw", "bad-1", "--actor", "employee"]):
         result = flow(*command, "--db", migrated)
         assert result.code == 1, result.err
