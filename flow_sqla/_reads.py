@@ -30,6 +30,11 @@ from flow_sqla.errors import InvalidArgumentError
 _DECODING = (ValueError, TypeError, OverflowError, RecursionError, sa.exc.DataError)
 
 
+#: The remedy for a time column of flow_sqla's tables that does not read: only a hand edit
+#: writes one there.
+TIMES_BY_HAND = "flow_sqla and the Go plugin write only times there: correct the row by hand"
+
+
 def callers_connection(connection: object) -> Connection | None:
     """A read's ``connection=`` argument: ``None`` (the reader's own engine) or your
     transaction's SQLAlchemy ``Connection``. Anything else — an ``Engine``, a ``Session``, a
@@ -124,4 +129,4 @@ def read_time(value: Any) -> datetime | None:
     return when
 
 
-__all__ = ["UNREADABLE", "decoded", "fetch_rows", "read_time"]
+__all__ = ["TIMES_BY_HAND", "UNREADABLE", "decoded", "fetch_rows", "read_time"]

@@ -36,7 +36,7 @@ from flow.workflow.states import TaskState
 from flow_sqla._dialect import ExactlyEqual, IndexMerge, insert_overwriting, stored_text
 from flow_sqla._limits import CheckedGraphs, check_id, display_text
 from flow_sqla._prepared import PreparedStatement, PreparedStatements
-from flow_sqla._reads import decoded, fetch_rows
+from flow_sqla._reads import TIMES_BY_HAND, decoded, fetch_rows
 from flow_sqla._rows import stored_status
 from flow_sqla.errors import UnstorableValueError
 from flow_sqla.tables import CANDIDATE_LENGTH, FlowTables
@@ -71,8 +71,6 @@ _REBUILD_TODO = (
     "the task table is rebuilt from the states by flow_sqla.reindex(..., everything=True) "
     "('flow reindex --all')"
 )
-#: ... and about an instance row's time that does not read: only a hand edit writes one.
-_BY_HAND = "flow_sqla and the Go plugin write only times there: correct the row by hand"
 _ROW_COLUMNS = (
     "instant_id",
     "graph_id",
@@ -493,7 +491,8 @@ class TodoTable:
                 cursor=row["id"],
             )
             for row in (
-                found._mapping for found in fetch_rows(conn, stmt, self._repo.fullname, _BY_HAND)
+                found._mapping
+                for found in fetch_rows(conn, stmt, self._repo.fullname, TIMES_BY_HAND)
             )
         ]
 

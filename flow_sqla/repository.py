@@ -52,10 +52,9 @@ from flow_sqla._limits import (
     check_instance_id,
     check_readable,
     check_readable_instance_id,
-    display_text,
 )
 from flow_sqla._prepared import PreparedStatements, execute_together
-from flow_sqla._reads import callers_connection, read_time
+from flow_sqla._reads import TIMES_BY_HAND, callers_connection, fetch_rows
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -660,29 +659,21 @@ class SqlStateRepository:
         self, conn: Connection, instance_id: str, exc: BaseException
     ) -> SnapshotError:
         """The error for a row whose fetch failed decoding it: the time column that holds no
-        time, when one does, else :func:`_not_json`. Only SQLite keeps other text in a time
-        column; there the times are read again as text to find it (an extra statement the
-        other servers never need: on PostgreSQL one that failed would abort the caller's
-        transaction)."""
+        time, when one does (named by :func:`~flow_sqla._reads.fetch_rows`, which reads the
+        columns again as text), else :func:`_not_json`. Only SQLite keeps other text in a
+        time column; the other servers never need the extra statement (on PostgreSQL one
+        that failed would abort the caller's transaction)."""
         if conn.dialect.name != "sqlite":
             return _not_json(instance_id, exc)
         table = self.tables.repository
         times = [column for column in table.c if isinstance(column.type, sa.DateTime)]
-        stmt = sa.select(*(self._dialect.time_text(column) for column in times)).where(
-            table.c.instant_id == instance_id
-        )
+        stmt = sa.select(table.c.instant_id, *times).where(table.c.instant_id == instance_id)
         try:
-            found = conn.execute(stmt).first()
+            fetch_rows(conn, stmt, table.fullname, TIMES_BY_HAND)
+        except SnapshotError as found:
+            return found
         except Exception:  # the row's own error is the one to report
-            found = None
-        for column, value in zip(times, found or (), strict=False):
-            if value is not None and read_time(value) is None:
-                return SnapshotError(
-                    f"{table.name}.{column.name} holds {display_text(repr(value), 60)}, which "
-                    "is not a time; flow_sqla and the Go plugin write only times there: "
-                    "correct the row by hand",
-                    instance_id=instance_id,
-                )
+            pass
         return _not_json(instance_id, exc)
 
     def _fetch_locked(
