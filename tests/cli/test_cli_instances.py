@@ -280,73 +280,88 @@ def hand_edit(db: str, instance: str, column: str, value: object) -> None:
     engine.dispose()
 
 
-@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("column", ["states", "graph", "vars"])
-def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
-    flow: Flow, migrated: str, column: str
-) -> None:
-    start(flow, migrated, "good-1", 300)
-    start(flow, migrated, "bad-1", 300)
-    hand_edit(migrated, "bad-1", column, "{nope")
-    result = flow("instances", "--db", migrated)
+def _listed(flow: Flow, db: str) -> dict[str, str]:
+    """``flow instances``: each instance's line by its id (no Python error named anywhere)."""
+    result = flow("instances", "--db", db)
     assert result.code == 0, result.err
-    lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
+    assert "Error" not in result.out + result.err
+    return {line.split()[0]: line for line in result.out.splitlines()[2:]}
+
+
+_COLUMNS = ("states", "graph", "vars")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_row_that_is_not_json_is_listed_as_unreadable_and_hides_no_other(
+    flow: Flow, migrated: str
+) -> None:
+    """One row per JSON column holding text that is no JSON, beside a good one."""
+    start(flow, migrated, "good-1", 300)
+    for column in _COLUMNS:
+        start(flow, migrated, f"bad-{column}", 300)
+        hand_edit(migrated, f"bad-{column}", column, "{nope")
+    lines = _listed(flow, migrated)
     assert "apply (Apply, for employee)" in lines["good-1"]
-    assert "unreadable" in lines["bad-1"]
+    assert [column for column in _COLUMNS if "unreadable" not in lines[f"bad-{column}"]] == []
 
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
-@pytest.mark.parametrize("column", ["states", "graph", "vars"])
 def test_a_row_nested_deeper_than_the_decoder_goes_is_unreadable_and_hides_no_other(
-    flow: Flow, migrated: str, column: str
+    flow: Flow, migrated: str
 ) -> None:
     """Written by another program (SQLite and PostgreSQL keep it): a bare RecursionError once
-    failed the whole listing for a deep ``graph``."""
+    failed the whole listing for a deep ``graph``. One row per JSON column."""
     start(flow, migrated, "good-1", 300)
-    start(flow, migrated, "deep-1", 300)
-    hand_edit(migrated, "deep-1", column, '{"a":' * 5000 + "{}" + "}" * 5000)
-    result = flow("instances", "--db", migrated)
-    assert result.code == 0, result.err
-    lines = {line.split()[0]: line for line in result.out.splitlines()[2:]}
+    for column in _COLUMNS:
+        start(flow, migrated, f"deep-{column}", 300)
+        hand_edit(migrated, f"deep-{column}", column, '{"a":' * 5000 + "{}" + "}" * 5000)
+    lines = _listed(flow, migrated)
     assert "apply (Apply, for employee)" in lines["good-1"]
-    assert "unreadable" in lines["deep-1"]
-    assert "RecursionError" not in result.out + result.err
+    assert [column for column in _COLUMNS if "unreadable" not in lines[f"deep-{column}"]] == []
+
+
+#: Rows of the wrong shape: (column, value, what the listing says of it).
+_WRONG_SHAPES = {
+    "odd-vars": ("vars", "[1]", "Stored vars must be a JSON object, got list"),
+    "odd-states": ("states", "[]", "Stored states must be a JSON object, got list"),
+    "odd-code": (
+        "states",
+        '{"oa:apply": "done"}',
+        "Stored state 'oa:apply' must be an integer code",
+    ),
+}
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-@pytest.mark.parametrize(
-    ("column", "value", "said"),
-    [
-        ("vars", "[1]", "Stored vars must be a JSON object, got list"),
-        ("states", "[]", "Stored states must be a JSON object, got list"),
-        ("states", '{"oa:apply": "done"}', "Stored state 'oa:apply' must be an integer code"),
-    ],
-)
 def test_a_row_of_the_wrong_shape_is_unreadable_saying_what_it_holds(
-    flow: Flow, migrated: str, column: str, value: str, said: str
+    flow: Flow, migrated: str
 ) -> None:
     """As the library's own reads say it, not Python's ``'list' object has no attribute``."""
-    start(flow, migrated, "odd-1", 300)
-    hand_edit(migrated, "odd-1", column, value)
-    result = flow("instances", "--db", migrated)
-    assert result.code == 0, result.err
-    assert f"unreadable: {said}" in result.out
+    for instance, (column, value, _) in _WRONG_SHAPES.items():
+        start(flow, migrated, instance, 300)
+        hand_edit(migrated, instance, column, value)
+    lines = _listed(flow, migrated)
+    for instance, (_, _, said) in _WRONG_SHAPES.items():
+        assert f"unreadable: {said}" in lines[instance], instance
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("value", ["garbage", "2024-13-45 00:00:00", "2024-02-30 10:00:00"])
 def test_a_row_whose_time_is_no_time_is_named_so_by_the_commands_reading_it(
-    flow: Flow, migrated: str, value: str
+    flow: Flow, migrated: str
 ) -> None:
-    """Not "the stored row is not valid JSON": the JSON columns are fine."""
-    start(flow, migrated, "bad-1", 300)
-    hand_edit(migrated, "bad-1", "update_time", value)
-    for command in (["history", "bad-1"], ["withdraw", "bad-1", "--actor", "employee"]):
-        result = flow(*command, "--db", migrated)
-        assert result.code == 1, result.err
-        line = single_error_line(result)
-        assert f"bpm_flow_repository.update_time holds '{value}', which is not a time" in line
-        assert "instance 'bad-1'" in line and "JSON" not in line, command
+    """Not "the stored row is not valid JSON": the JSON columns are fine. Text, and dates
+    out of range in two ways, each in its own row."""
+    values = {"bad-1": "garbage", "bad-2": "2024-13-45 00:00:00", "bad-3": "2024-02-30 10:00:00"}
+    for instance, value in values.items():
+        start(flow, migrated, instance, 300)
+        hand_edit(migrated, instance, "update_time", value)
+    for instance, value in values.items():
+        for command in (["history", instance], ["withdraw", instance, "--actor", "employee"]):
+            result = flow(*command, "--db", migrated)
+            assert result.code == 1, result.err
+            line = single_error_line(result)
+            assert f"bpm_flow_repository.update_time holds '{value}', which is not a time" in line
+            assert f"instance '{instance}'" in line and "JSON" not in line, command
 
 
 def test_an_update_time_that_is_no_time_is_shown_as_such_and_hides_no_other(
