@@ -275,10 +275,10 @@ def run_reindex(args: argparse.Namespace) -> int:
 
         def skip(instance_id: str, error: FlowError) -> None:
             progress.done()
-            # The id whole (a folded one could name another row); the error on one line.
-            print(
-                f"flow: skipped {escaped(instance_id)}: {escaped(one_line(error))}", file=sys.stderr
-            )
+            # The id whole (a folded one could name another row); the error on one line, with
+            # its notes (a full pass says there when it cleared the row's index).
+            said = "; ".join([one_line(error), *getattr(error, "__notes__", ())])
+            print(f"flow: skipped {escaped(instance_id)}: {escaped(said)}", file=sys.stderr)
             skipped.append(instance_id)
 
         try:

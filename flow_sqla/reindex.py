@@ -21,13 +21,14 @@ from sqlalchemy.engine import Connection, Engine
 from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
-from flow.workflow.aggregate import MAX_CURSOR
+from flow.workflow._root_graph import call_tree
+from flow.workflow.aggregate import MAX_CURSOR, InstanceStatus
 from flow.workflow.errors import ConcurrentSubmitError, GraphMismatchError
 from flow_sqla._dialect import DialectOps, as_text
 from flow_sqla._engine import engine_for
 from flow_sqla._options import callable_or_none, flag, whole_number
 from flow_sqla._reads import read_time
-from flow_sqla._rows import holds_nothing, parse_index
+from flow_sqla._rows import holds_nothing, parse_index, parse_states
 from flow_sqla._todo import TodoTable
 from flow_sqla.errors import RepositoryError
 from flow_sqla.retry import run_in_transaction
@@ -77,14 +78,19 @@ def reindex(
     The graph of a row is the engine's graph with the stored graph's id (else the one in its
     state keys; of a sub-graph's keys, the loaded graph calling it), else the stored graph
     itself — unless the states are only another loaded graph's (the graph column keeps the
-    first graph; the instance restarted as another): then that graph. A row that cannot be
+    first graph; the instance restarted as another): then that graph. (A graph column of only
+    the id of a graph the engine lacks is ``GraphNotFoundError`` whatever the states: whether
+    that graph calls theirs as a sub-graph cannot be told.) A row that cannot be
     indexed — no graph (``GraphNotFoundError``), a malformed row (``SnapshotError``), a stored
     graph that does not load (``GraphDefinitionError``), states of a graph the engine does not
     have only (``GraphMismatchError``), a walk that fails — raises its typed error
     naming the instance; its batch is rolled back and the batches before it stay indexed. With
     ``on_bad_row(instance_id, error)`` such a row is reported instead and left unindexed
     (each row is then indexed inside a savepoint, which a bad row rolls back), and the batch
-    goes on; it is reported once its batch committed. A lock conflict
+    goes on; it is reported once its batch committed. Such a row's index is cleared when its
+    own states, locked, contradict it (they do not read, or are only of graphs outside the
+    indexed graph's call tree; a WITHDRAWN status is kept), and the error gets a note saying
+    so: kept, it listed tasks in inboxes that the states no longer hold. A lock conflict
     (``ConcurrentSubmitError``) or a database error (``RepositoryError``) is never a bad row:
     it rolls the batch back — a lock conflict then runs the batch again, up to
     ``BATCH_ATTEMPTS`` times in all, before it is raised.
@@ -199,6 +205,13 @@ class _Batch:
             .where(r.c.instant_id == sa.bindparam("instance_id"))
             .with_for_update()
         )
+        # The row's index and states under its lock, to judge a bad row's index by (see
+        # _clear_contradicted_index).
+        self._locked_index = (
+            sa.select(r.c.status, r.c.graph_id, as_text(dialect.name, r.c.states).label("states"))
+            .where(r.c.instant_id == sa.bindparam("instance_id"))
+            .with_for_update()
+        )
         self._r = r
         # The row as the executor just locked and wrote it (the batch runs at READ COMMITTED
         # on MySQL/MariaDB, whose REPEATABLE READ would read the batch's first snapshot).
@@ -252,6 +265,8 @@ class _Batch:
         except (ConcurrentSubmitError, RepositoryError):
             raise  # the database's trouble, not the row's
         except FlowError as exc:
+            if self._clear_contradicted_index(conn, row.instant_id):
+                exc.add_note(_CLEARED)
             self.bad.append((row.instant_id, exc))
             return False
 
@@ -294,6 +309,40 @@ class _Batch:
                 self._todo.repair(conn, instance_id, stored)
         return indexed
 
+    def _clear_contradicted_index(self, conn: Connection, instance_id: str) -> bool:
+        """After a bad row's savepoint rolled back: clear the row's index when its own states
+        contradict it, judged on the row as locked now (a live operation may have written it
+        since the window was read); whether it did.
+
+        Reported and left as it was, such an index kept the row's old tasks in inboxes —
+        tasks whose states a Go service or an ``index=False`` writer has since replaced —
+        and let operations naming the indexed graph run on another graph's states. An index
+        is contradicted when the states no longer read, or when they are only states of
+        graphs outside the indexed graph's call tree (the engine holding that whole tree: a
+        missing sub-graph's own calls are unknown). Left alone: a WITHDRAWN status (an
+        application's decision the states do not hold), and an index the states may still
+        agree with (the row failed for another reason: a condition, a graph not loaded).
+        Only a full pass judges an index (a plain one finds a row indexed since it read the
+        window indexed by a live operation, from these very states). The todo rows of a row
+        with no index are stale whatever its states (see :meth:`_clear_stale_todo`); they go
+        in either pass."""
+        params = {"instance_id": instance_id}
+        locked = conn.execute(self._locked_index, params).one_or_none()
+        if locked is None:
+            return False
+        if locked.status is None:
+            conn.execute(self._clear_todo, params)
+            return False
+        if not self.all_rows:
+            return False
+        if locked.status == InstanceStatus.WITHDRAWN or not _contradicts(
+            self.engine, instance_id, locked
+        ):
+            return False
+        conn.execute(self._clear_todo, params)
+        conn.execute(self._clear_index, params)
+        return True
+
     def _clear_stale_todo(self, conn: Connection, params: dict[str, Any]) -> None:
         """Delete the todo rows of an instance whose row has no index (its status cleared by
         hand, or by a writer that dropped the index): no index says which tasks they are, and
@@ -302,6 +351,13 @@ class _Batch:
         past the instance. Only while the row, locked, is still unindexed."""
         if conn.execute(self._status_locked, params).scalar() is None:
             conn.execute(self._clear_todo, params)
+
+
+#: The note a bad row's error gets when the pass cleared the row's index (on_bad_row).
+_CLEARED = (
+    "its task index, which its states contradict, was cleared: no inbox lists its tasks "
+    "until the row is corrected and indexed again"
+)
 
 
 def _name_instance(exc: FlowError, instance_id: str) -> None:
@@ -318,6 +374,25 @@ def _name_instance(exc: FlowError, instance_id: str) -> None:
         exc.args = (f"{exc.args[0]} (instance {instance_id!r})",)
     else:
         exc.add_note(f"instance {instance_id!r}")
+
+
+def _contradicts(engine: FlowEngine, instance_id: str, locked: Any) -> bool:
+    """Whether the locked row's states contradict its stored index: they do not read, or
+    they are all of graphs outside the call tree of the indexed graph (which the engine
+    has whole). Blank text reads as no JSON here, as the repository reads it (the pass
+    itself takes it for no states)."""
+    if isinstance(locked.states, str) and not locked.states.strip():
+        return True
+    try:
+        states = parse_states(instance_id, _decoded(instance_id, "states", locked.states))
+    except SnapshotError:
+        return True
+    owners = {key.split(":", 1)[0] for key in states}
+    indexed = engine.get_graph(locked.graph_id) if isinstance(locked.graph_id, str) else None
+    if not owners or indexed is None:
+        return False
+    tree = call_tree(engine, indexed)
+    return tree is not None and owners.isdisjoint(tree)
 
 
 def _never_started(row: Any) -> bool:

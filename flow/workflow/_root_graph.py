@@ -46,6 +46,23 @@ def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
     return {graph.id for graph in sub_graphs(engine, root)}
 
 
+def call_tree(engine: FlowEngine, root: Graph) -> set[str] | None:
+    """The ids of ``root`` and of every graph it calls, at any depth — or ``None`` when the
+    engine lacks one of them: then which graphs' states an instance of ``root`` may hold
+    cannot be told (those of the missing graph's own calls are unknown)."""
+    found = {root.id}
+    pending = [root]
+    while pending:
+        for graph_id in _direct_calls(pending.pop()):
+            if graph_id not in found:
+                called = engine.get_graph(graph_id)
+                if called is None:
+                    return None
+                found.add(graph_id)
+                pending.append(called)
+    return found
+
+
 _DIRECT_CALLS: GraphMemo[tuple[str, ...]] = GraphMemo()
 
 
@@ -95,4 +112,4 @@ def root_by_states(
     raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
 
 
-__all__ = ["called_graphs", "root_by_states", "sub_graphs"]
+__all__ = ["call_tree", "called_graphs", "root_by_states", "sub_graphs"]

@@ -335,18 +335,24 @@ def test_reindex_in_batches_resumes_after_a_missing_graph(flow: Flow, migrated: 
     assert everything.out.startswith("indexed 4 instance(s) of 4 row(s)")
 
 
+def _hand_edit_states(url: str, instance_id: str) -> None:
+    """Give the row states that are not JSON (SQLite stores them)."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE bpm_flow_repository SET states = '{\"oa:' WHERE instant_id = :i"),
+                {"i": instance_id},
+            )
+    finally:
+        engine.dispose()
+
+
 def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migrated: str) -> None:
     if not migrated.startswith("sqlite"):
         pytest.skip("only SQLite stores text that is not JSON in a JSON column")
     _unindexed(migrated, "m-1", "m-2", "m-3")
-    engine = sa.create_engine(migrated)
-    try:
-        with engine.begin() as conn:
-            conn.execute(
-                sa.text("UPDATE bpm_flow_repository SET states = '{\"oa:' WHERE instant_id = 'm-2'")
-            )
-    finally:
-        engine.dispose()
+    _hand_edit_states(migrated, "m-2")
     failed = flow("reindex", "--db", migrated)
     assert failed.code == 1
     line = single_error_line(failed)
@@ -357,6 +363,13 @@ def test_reindex_names_a_malformed_row_and_skips_it_when_asked(flow: Flow, migra
     assert "skipped m-2:" in skipping.err and "1 instance(s) could not be indexed" in skipping.err
     inbox = table(flow("inbox", "--actor", "manager", "--db", migrated).out)
     assert [r[0] for r in inbox] == ["m-1", "m-3"]
+    # An indexed row whose states no longer read: a full pass clears its index and says so.
+    _hand_edit_states(migrated, "m-1")
+    full = flow("reindex", "--all", "--skip-bad", "--graph", OA, "--db", migrated)
+    assert full.code == 1
+    assert "skipped m-1:" in full.err and "which its states contradict, was cleared" in full.err
+    inbox = table(flow("inbox", "--actor", "manager", "--db", migrated).out)
+    assert [r[0] for r in inbox] == ["m-3"]
 
 
 def test_reindex_shows_a_skipped_id_whole_and_escaped(flow: Flow, migrated: str) -> None:

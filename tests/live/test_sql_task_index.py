@@ -2389,3 +2389,157 @@ def test_a_reindex_takes_the_graph_the_states_are_of_when_the_graph_column_names
     assert [(t.graph_id, t.node_id, t.state) for t in ex.open_tasks("sw-g")] == [
         ("switch-b", "t", TaskState.WAITING)
     ]
+
+
+#: States another writer (a Go service, a hand edit) may leave in an indexed row that
+#: contradict its index: they do not read, or they are a graph's the index is not of.
+_CONTRADICTING_STATES = {
+    "a-list": "[1001]",
+    "a-text-code": '{"oa:manager": "waiting"}',
+    "an-unloaded-graph-s": '{"gone:t": 1001}',
+    "not-json": '{"oa:manager": 10',
+    "blank": " ",
+}
+
+
+def _reported(db: sa.Engine, engine: FlowEngine, controller: Any) -> list[tuple[str, str]]:
+    """A full reindex reporting bad rows: (instance id, its error with its notes)."""
+    bad: list[tuple[str, str]] = []
+
+    def note(instance_id: str, error: Exception) -> None:
+        bad.append((instance_id, "\n".join([str(error), *getattr(error, "__notes__", [])])))
+
+    reindex(db, engine, state_controller=controller, everything=True, on_bad_row=note)
+    return bad
+
+
+@pytest.mark.parametrize("states", sorted(_CONTRADICTING_STATES))
+def test_a_full_reindex_clears_the_index_of_a_bad_row_its_states_contradict(
+    db: sa.Engine, states: str
+) -> None:
+    """An indexed instance whose states were replaced behind the index by states that do not
+    read, or by another graph's only: a full pass reporting bad rows clears its index — its
+    task leaves the manager's inbox — and says so; the other rows keep theirs. It kept the
+    old index: the inbox listed a task the states no longer hold."""
+    if states in ("not-json", "blank") and db.dialect.name != "sqlite":
+        pytest.skip(f"{db.dialect.name} refuses to store text that is not JSON in states")
+    ex = executor(db, index=True)
+    for n in range(3):
+        approve(ex, f"cx-{n}", "employee", amount=1)
+    _set_row(db, "cx-1", states=_CONTRADICTING_STATES[states])
+    bad = _reported(db, flow_engine_oa(), controller_oa())
+    assert [(instance_id, "was cleared" in text) for instance_id, text in bad] == [("cx-1", True)]
+    manager = ctx(None, "manager")  # type: ignore[arg-type]
+    assert [t.instance_id for t in ex.inbox(manager)] == ["cx-0", "cx-2"]
+    assert [row for row in _index_rows(db) if row[0] == "cx-1"] == [("cx-1", None)]
+    # Reported again by the next pass, with nothing left to clear.
+    assert [instance_id for instance_id, _ in _reported(db, flow_engine_oa(), controller_oa())] == [
+        "cx-1"
+    ]
+
+
+def test_a_full_reindex_without_on_bad_row_stops_at_such_a_row_and_clears_nothing(
+    db: sa.Engine,
+) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "cs-1", "employee", amount=1)
+    before = _index_rows(db)
+    _set_row(db, "cs-1", states='{"gone:t": 1001}')
+    with pytest.raises(GraphMismatchError, match="'cs-1'"):
+        reindex(db, flow_engine_oa(), state_controller=controller_oa(), everything=True)
+    assert _index_rows(db) == before
+
+
+def test_a_full_reindex_keeps_the_index_of_a_bad_row_its_states_may_agree_with(
+    db: sa.Engine,
+) -> None:
+    """Reported, but kept: a WITHDRAWN status (the application's decision, which the states
+    do not hold); an index whose graph calls a sub-graph the engine lacks (that graph's own
+    calls are unknown); a row failing for another reason than its states (a graph column
+    naming a graph the engine does not have, with states of the indexed graph)."""
+    ex = executor(db, index=True)
+    for instance_id in ("ck-w", "ck-g"):
+        approve(ex, instance_id, "employee", amount=1)
+    assert ex.withdraw("oa", ctx("ck-w", "employee"))
+    _set_row(db, "ck-w", states='{"gone:t": 1001}')
+    _set_row(db, "ck-g", graph='"nope"')
+    nested = _main_and_review(db)
+    nested.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("ck-s"))
+    before = _index_rows(db)
+    assert next(row for row in before if row[0] == "ck-s")[1:] == ("check", "actor:reviewer", 0)
+    assert [i for i, _ in _reported(db, flow_engine_oa(), controller_oa())] == [
+        "ck-w", "ck-g", "ck-s",
+    ]  # fmt: skip
+    without_review = FlowEngine()
+    without_review.load(Graph.from_text(CALLS_SUB_GRAPH))
+    bad = _reported(db, without_review, ActorStateController())
+    assert [i for i, text in bad if "was cleared" in text] == []
+    assert _index_rows(db) == before
+
+
+def test_a_graph_column_naming_only_a_graph_the_engine_lacks_is_reported_not_guessed(
+    db: sa.Engine,
+) -> None:
+    """The graph column holds only the id of ``switch-a`` (as the Go plugin may store it) and
+    the states are ``switch-b``'s: without ``switch-a`` a reindex cannot tell whether it
+    calls ``switch-b`` as a sub-graph — GraphNotFoundError naming ``switch-a`` and the
+    instance, nothing written; with it loaded, the row is indexed as ``switch-b``'s."""
+    plain = _switch_executor(db, index=False)
+    plain.claim_task("switch-a", _hr("sw-i"))
+    plain.submit_task_at("switch-b", "t", TaskAction.RESTART, _hr("sw-i"))
+    plain.claim_task("switch-b", _hr("sw-i"))
+    _set_row(db, "sw-i", graph='"switch-a"')
+    only_b = FlowEngine()
+    only_b.load(Graph.from_text(SWITCH_B))
+    controller = ActorStateController("actor", "role")
+    before = _index_rows(db)
+    with pytest.raises(GraphNotFoundError, match=r"'switch-a'.*'sw-i'"):
+        reindex(db, only_b, state_controller=controller)
+    assert _index_rows(db) == before
+    ex = _switch_executor(db)
+    assert reindex(db, ex.engine, state_controller=controller) == 1
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-i")] == [("switch-b", "t")]
+
+
+_TOP = """
+id: top
+layout:
+  - {id: s, type: start}
+  - {id: call, task: "#mid"}
+  - {id: e, type: end}
+"""
+_MID = """
+id: mid
+layout:
+  - {id: s, type: start}
+  - {id: call, task: "#leaf"}
+  - {id: e, type: end}
+"""
+_LEAF = """
+id: leaf
+layout:
+  - {id: s, type: start}
+  - {id: t, meta: {actor: reviewer}}
+  - {id: e, type: end}
+"""
+
+
+def test_a_full_reindex_keeps_the_index_of_a_bad_row_holding_its_called_graphs_states_only(
+    db: sa.Engine,
+) -> None:
+    """States only of a sub-graph the indexed graph calls — directly (``main`` → ``review``)
+    or at depth (``top`` → ``mid`` → ``leaf``) — do not contradict the index: the row,
+    bad for another reason (its graph column names a graph the engine lacks), keeps it."""
+    engine = FlowEngine()
+    for text in (SUB_GRAPH_REVIEW, CALLS_SUB_GRAPH, _TOP, _MID, _LEAF):
+        engine.load(Graph.from_text(text))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController())
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("ct-1"))
+    assert ex.claim_task("top", _reviewer("ct-2")) is not None
+    _set_row(db, "ct-1", states='{"review:check": 1001}', graph='"nope"')
+    _set_row(db, "ct-2", states='{"leaf:t": 1001}', graph='"nope"')
+    before = _index_rows(db)
+    assert [row[:2] for row in before if row[0] == "ct-2"] == [("ct-2", "t"), ("ct-2", 10)]
+    bad = _reported(db, engine, ActorStateController())
+    assert [(i, "was cleared" in text) for i, text in bad] == [("ct-1", False), ("ct-2", False)]
+    assert _index_rows(db) == before
