@@ -381,7 +381,7 @@ def _contradicts(engine: FlowEngine, instance_id: str, locked: Any) -> bool:
     they are all of graphs outside the call tree of the indexed graph (which the engine
     has whole). Blank text reads as no JSON here, as the repository reads it (the pass
     itself takes it for no states)."""
-    if isinstance(locked.states, str) and not locked.states.strip():
+    if isinstance(locked.states, str | bytes) and not locked.states.strip():
         return True
     try:
         states = parse_states(instance_id, _decoded(instance_id, "states", locked.states))

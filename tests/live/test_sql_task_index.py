@@ -2393,12 +2393,13 @@ def test_a_reindex_takes_the_graph_the_states_are_of_when_the_graph_column_names
 
 #: States another writer (a Go service, a hand edit) may leave in an indexed row that
 #: contradict its index: they do not read, or they are a graph's the index is not of.
-_CONTRADICTING_STATES = {
+_CONTRADICTING_STATES: dict[str, str | bytes] = {
     "a-list": "[1001]",
     "a-text-code": '{"oa:manager": "waiting"}',
     "an-unloaded-graph-s": '{"gone:t": 1001}',
     "not-json": '{"oa:manager": 10',
     "blank": " ",
+    "blank-bytes": b" ",  # a BLOB on SQLite
 }
 
 
@@ -2421,7 +2422,7 @@ def test_a_full_reindex_clears_the_index_of_a_bad_row_its_states_contradict(
     read, or by another graph's only: a full pass reporting bad rows clears its index — its
     task leaves the manager's inbox — and says so; the other rows keep theirs. It kept the
     old index: the inbox listed a task the states no longer hold."""
-    if states in ("not-json", "blank") and db.dialect.name != "sqlite":
+    if states in ("not-json", "blank", "blank-bytes") and db.dialect.name != "sqlite":
         pytest.skip(f"{db.dialect.name} refuses to store text that is not JSON in states")
     ex = executor(db, index=True)
     for n in range(3):
@@ -2543,3 +2544,21 @@ def test_a_full_reindex_keeps_the_index_of_a_bad_row_holding_its_called_graphs_s
     bad = _reported(db, engine, ActorStateController())
     assert [(i, "was cleared" in text) for i, text in bad] == [("ct-1", False), ("ct-2", False)]
     assert _index_rows(db) == before
+
+
+@pytest.mark.parametrize("everything", [False, True], ids=["unindexed", "every-row"])
+def test_a_bad_row_without_status_loses_its_leftover_todo_rows(
+    db: sa.Engine, everything: bool
+) -> None:
+    """Its status cleared (by hand, or a writer that drops the index) while its todo rows
+    stayed, and its states another graph's the engine lacks: reported, and its todo rows —
+    stale whatever its states, no index saying which tasks they are — leave the inbox."""
+    ex = executor(db, index=True)
+    for instance_id in ("lt-1", "lt-2"):
+        approve(ex, instance_id, "employee", amount=1)
+    _set_row(db, "lt-1", status=None, open_tasks=None, states='{"gone:t": 1001}')
+    bad = _bad_rows(db, everything=everything)
+    assert bad == [("lt-1", "GraphMismatchError")]
+    manager = ctx(None, "manager")  # type: ignore[arg-type]
+    assert [t.instance_id for t in ex.inbox(manager)] == ["lt-2"]
+    assert [row for row in _index_rows(db) if row[0] == "lt-1"] == [("lt-1", None)]
