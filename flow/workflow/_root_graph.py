@@ -13,7 +13,7 @@ and every later operation naming its own graph refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from flow._graph_memo import GraphMemo
@@ -61,6 +61,20 @@ def call_tree(engine: FlowEngine, root: Graph) -> set[str] | None:
                 found.add(graph_id)
                 pending.append(called)
     return found
+
+
+def states_elsewhere(engine: FlowEngine, graph: Graph, state_keys: Collection[str]) -> bool:
+    """Whether every state key (``graph:node``) belongs to a graph outside ``graph``'s call
+    tree (:func:`call_tree`): the states of an instance indexed as ``graph`` that another
+    writer (the Go plugin, an ``index=False`` service) replaced behind its index. ``False``
+    for no states, and when the engine lacks a graph of the tree (the missing graph's own
+    calls are unknown: the operation goes on, and its walk names the graph if it needs it).
+    The common case — every key ``graph``'s own — costs one prefix test per key."""
+    prefix = f"{graph.id}:"
+    if all(key.startswith(prefix) for key in state_keys):
+        return False
+    tree = call_tree(engine, graph)
+    return tree is not None and {key.split(":", 1)[0] for key in state_keys}.isdisjoint(tree)
 
 
 _DIRECT_CALLS: GraphMemo[tuple[str, ...]] = GraphMemo()
@@ -112,4 +126,4 @@ def root_by_states(
     raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
 
 
-__all__ = ["call_tree", "called_graphs", "root_by_states", "sub_graphs"]
+__all__ = ["call_tree", "called_graphs", "root_by_states", "states_elsewhere", "sub_graphs"]

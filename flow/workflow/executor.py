@@ -39,7 +39,12 @@ from flow.workflow._frontier import build_index, claimed_only
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
-from flow.workflow._root_graph import called_graphs, root_by_states, sub_graphs
+from flow.workflow._root_graph import (
+    called_graphs,
+    root_by_states,
+    states_elsewhere,
+    sub_graphs,
+)
 from flow.workflow._send_back import send_back_target
 from flow.workflow.aggregate import (
     IndexedTask,
@@ -534,7 +539,8 @@ class WorkflowExecutor:
         written, as withdraw and send-back do. (Only a RESTART, which clears every state,
         may start the instance over as another graph's.) An instance not indexed yet — the
         Go plugin's, or written with ``index=False`` — is judged by its state keys
-        (:func:`root_by_states`)."""
+        (:func:`root_by_states`), and so is one indexed as the graph named whose states
+        another writer has since replaced with another graph's only."""
         read = index.index_read(ctx)
         return read, self._root_of(graph, ctx, read)
 
@@ -542,7 +548,7 @@ class WorkflowExecutor:
         """The root graph of the instance ``read`` holds for an operation naming ``graph``
         (see :meth:`_indexed_read`); :class:`GraphMismatchError` when it runs another."""
         stored = read.stored
-        if stored is None:
+        if stored is None or _replaced_behind_the_index(self.engine, graph, stored, read):
             if not read.states:
                 return graph
             return root_by_states(self.engine, graph, ctx.instance_id, read.states)
@@ -1033,6 +1039,23 @@ def _lineage_of(node: Node, action: TaskAction, passed: list[Node]) -> dict[str,
     return {"submitted": node, "action": action}
 
 
+def _replaced_behind_the_index(
+    engine: FlowEngine, graph: Graph, stored: InstanceIndex, read: IndexRead
+) -> bool:
+    """Whether the states are all outside the call tree of the graph the instance is indexed
+    as (``graph``, or the root graph calling it that the index names), replaced by the Go
+    plugin or an ``index=False`` writer since the index was stored: the instance is judged
+    by its states then, as a row not indexed yet — an operation of ``graph`` would merge its
+    states into the other graph's row."""
+    root = graph
+    if stored.graph_id and stored.graph_id != graph.id:
+        indexed = engine.get_graph(stored.graph_id)
+        if indexed is None:
+            return False  # the operation is refused as another graph's (see _root_of)
+        root = indexed
+    return states_elsewhere(engine, root, read.states)
+
+
 def _check_graph(engine: FlowEngine, graph: Graph, instance_id: str, read: IndexRead) -> None:
     """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
     its stored index names another, or (not yet indexed) its states are another graph's —
@@ -1040,7 +1063,7 @@ def _check_graph(engine: FlowEngine, graph: Graph, instance_id: str, read: Index
     stored = read.stored
     if stored is not None and stored.graph_id and stored.graph_id != graph.id:
         raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
-    if stored is None and read.states:
+    if (stored is None or _replaced_behind_the_index(engine, graph, stored, read)) and read.states:
         root = root_by_states(engine, graph, instance_id, read.states)
         if root is not graph:
             raise GraphMismatchError(instance_id, graph.id, root.id)

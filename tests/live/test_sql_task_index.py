@@ -2562,3 +2562,88 @@ def test_a_bad_row_without_status_loses_its_leftover_todo_rows(
     manager = ctx(None, "manager")  # type: ignore[arg-type]
     assert [t.instance_id for t in ex.inbox(manager)] == ["lt-2"]
     assert [row for row in _index_rows(db) if row[0] == "lt-1"] == [("lt-1", None)]
+
+
+#: Operations naming the graph an instance is indexed as (``oa``), by its manager.
+_OA_OPERATIONS = {
+    "claim_task": lambda ex, c: ex.claim_task("oa", c),
+    "find_task": lambda ex, c: ex.find_task("oa", c),
+    "submit_task_at": lambda ex, c: ex.submit_task_at("oa", "manager", TaskAction.FORWARD, c),
+    "withdraw": lambda ex, c: ex.withdraw("oa", c),
+    "send_back": lambda ex, c: ex.send_back(ex.open_tasks(c.instance_id)[0], c),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_OA_OPERATIONS))
+def test_an_operation_on_states_replaced_behind_the_index_by_another_graph_s_merges_nothing(
+    db: sa.Engine, operation: str
+) -> None:
+    """Indexed as ``oa``, the row's states were replaced by another graph's (a Go service
+    restarted it as ``gone``, unknown here): an operation naming ``oa`` is judged by the
+    states, as on a row never indexed — GraphMismatchError naming ``gone``, nothing written.
+    It passed the index's graph check and merged ``oa``'s states into ``gone``'s row."""
+    ex = executor(db, index=True)
+    approve(ex, "rb-x", "employee", amount=1)
+    _set_row(db, "rb-x", states='{"gone:t": 1001}')
+    before = (_rows(db), _index_rows(db), raw_row(db, "rb-x"))
+    with pytest.raises(GraphMismatchError, match="'rb-x' runs graph 'gone', not graph 'oa'"):
+        _OA_OPERATIONS[operation](ex, ctx("rb-x", "manager"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "rb-x")) == before
+
+
+def test_states_of_a_sub_graph_the_engine_lacks_are_not_another_graph_s(db: sa.Engine) -> None:
+    """Indexed as ``main``, the row holds only the states of ``review``, which ``main`` calls
+    and this engine lacks: not another graph's — the claim goes on as before (finding no
+    task it can walk to), no GraphMismatchError, nothing written."""
+    full = _main_and_review(db)
+    full.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("rv-m"))
+    _set_row(db, "rv-m", states='{"review:check": 1001}')
+    without = FlowEngine()
+    without.load(Graph.from_text(CALLS_SUB_GRAPH))
+    ex = sql_workflow(db, without, state_controller=ActorStateController())
+    before = (_rows(db), _index_rows(db), raw_row(db, "rv-m"))
+    assert ex.claim_task("main", _reviewer("rv-m")) is None
+    assert (_rows(db), _index_rows(db), raw_row(db, "rv-m")) == before
+
+
+#: Operations naming ``review``, the sub-graph ``main`` calls (its task is claimed there).
+_REVIEW_OPERATIONS = {
+    "claim_task": lambda ex, c: ex.claim_task("review", c),
+    "find_task": lambda ex, c: ex.find_task("review", c),
+    "submit_task_at": lambda ex, c: ex.submit_task_at("review", "check", TaskAction.FORWARD, c),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_REVIEW_OPERATIONS))
+def test_an_operation_naming_a_sub_graph_on_states_replaced_behind_the_index_merges_nothing(
+    db: sa.Engine, operation: str
+) -> None:
+    """Indexed as ``main`` (which calls ``review``), the states replaced by ``gone``'s: an
+    operation naming the sub-graph is judged by the states too."""
+    ex = _main_and_review(db)
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("rs-x"))
+    _set_row(db, "rs-x", states='{"gone:t": 1001}')
+    before = (_rows(db), _index_rows(db), raw_row(db, "rs-x"))
+    with pytest.raises(GraphMismatchError, match="'rs-x' runs graph 'gone'"):
+        _REVIEW_OPERATIONS[operation](ex, _reviewer("rs-x"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "rs-x")) == before
+
+
+def test_states_below_a_sub_graph_the_engine_lacks_are_not_taken_for_another_graph_s(
+    db: sa.Engine,
+) -> None:
+    """``top`` calls ``mid``, which calls ``leaf``; this engine lacks ``mid``, and the row
+    indexed as ``top`` holds only ``leaf``'s states: what ``mid`` calls is unknown, so the
+    withdraw goes on as before."""
+    engine = FlowEngine()
+    for text in (_TOP, _MID, _LEAF):
+        engine.load(Graph.from_text(text))
+    full = sql_workflow(db, engine, state_controller=ActorStateController())
+    assert full.claim_task("top", _reviewer("lm-1")) is not None
+    _set_row(db, "lm-1", states='{"leaf:t": 1001}')  # as after a BACK within ``leaf``
+    without_mid = FlowEngine()
+    for text in (_TOP, _LEAF):
+        without_mid.load(Graph.from_text(text))
+    ex = sql_workflow(db, without_mid, state_controller=ActorStateController())
+    assert ex.withdraw("top", _reviewer("lm-1"))
+    assert ex.status("lm-1") == InstanceStatus.WITHDRAWN
