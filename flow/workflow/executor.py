@@ -563,7 +563,13 @@ class WorkflowExecutor:
         """The root graph a RESTART naming ``graph`` starts the instance over as: the root it
         runs as when ``graph`` is one of the sub-graphs that root calls (its task was claimed
         on the sub-graph's id), else ``graph`` itself — a RESTART may start the instance over
-        as another graph's."""
+        as another graph's. (The index's root graph decides even when the states were
+        replaced behind it: a RESTART clears them all.)"""
+        stored = read.stored
+        if stored is not None and stored.graph_id and stored.graph_id != graph.id:
+            root = self.engine.get_graph(stored.graph_id)
+            if root is not None and graph.id in called_graphs(self.engine, root):
+                return root
         try:
             return self._root_of(graph, ctx, read)
         except GraphMismatchError:
@@ -593,9 +599,15 @@ class WorkflowExecutor:
         """The stored aggregate, or the one computed now for a stored instance without one
         (written before the index existed) or whose states moved on without it (the Go
         plugin, an ``index=False`` writer: a stored open task is done) — a withdraw must not
-        write TERMINATED over a task completed meanwhile; ``None`` for an unknown instance."""
-        if read.stored is not None and not _tasks_settled(read.stored, read.states):
-            return read.stored
+        write TERMINATED over a task completed meanwhile, nor act on another graph's tasks
+        when the states were replaced behind the index; ``None`` for an unknown instance."""
+        stored = read.stored
+        if (
+            stored is not None
+            and not _tasks_settled(stored, read.states)
+            and not _replaced_behind_the_index(self.engine, graph, stored, read)
+        ):
+            return stored
         if not read.stored_before:
             return None
         return build_index(self, graph, ctx, read, read.states)
@@ -1061,12 +1073,14 @@ def _check_graph(engine: FlowEngine, graph: Graph, instance_id: str, read: Index
     its stored index names another, or (not yet indexed) its states are another graph's —
     also a graph that calls ``graph``: withdraw and send-back act on the root graph."""
     stored = read.stored
-    if stored is not None and stored.graph_id and stored.graph_id != graph.id:
+    if stored is None or _replaced_behind_the_index(engine, graph, stored, read):
+        if read.states:
+            root = root_by_states(engine, graph, instance_id, read.states)
+            if root is not graph:
+                raise GraphMismatchError(instance_id, graph.id, root.id)
+        return
+    if stored.graph_id and stored.graph_id != graph.id:
         raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
-    if (stored is None or _replaced_behind_the_index(engine, graph, stored, read)) and read.states:
-        root = root_by_states(engine, graph, instance_id, read.states)
-        if root is not graph:
-            raise GraphMismatchError(instance_id, graph.id, root.id)
 
 
 def _with_assignee(record: TaskRecord, assignee: str) -> TaskRecord:

@@ -2647,3 +2647,48 @@ def test_states_below_a_sub_graph_the_engine_lacks_are_not_taken_for_another_gra
     ex = sql_workflow(db, without_mid, state_controller=ActorStateController())
     assert ex.withdraw("top", _reviewer("lm-1"))
     assert ex.status("lm-1") == InstanceStatus.WITHDRAWN
+
+
+def test_a_restart_naming_a_sub_graph_on_replaced_states_starts_over_as_the_indexed_root(
+    db: sa.Engine,
+) -> None:
+    """A RESTART clears every state: naming ``review`` on a row indexed as ``main`` whose
+    states were replaced by ``gone``'s, the instance starts over as ``main`` (it was taken
+    for ``review``'s, and every later ``main`` operation refused)."""
+    ex = _main_and_review(db)
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("rr-1"))
+    _set_row(db, "rr-1", states='{"gone:t": 1001}')
+    ex.submit_task_at("review", "check", TaskAction.RESTART, _reviewer("rr-1"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("rr-1")] == [("main", "apply")]
+    assert ex.claim_task("main", _applicant("rr-1")) is not None
+
+
+def test_a_withdraw_of_states_replaced_by_a_loaded_graph_s_acts_on_that_graph_only(
+    db: sa.Engine,
+) -> None:
+    """Indexed as ``switch-a``, the states replaced by ``switch-b``'s: withdrawing it as
+    ``switch-a`` names ``switch-b``, and withdrawing it as ``switch-b`` works on its states
+    and writes no ``switch-a`` state (it named ``switch-a`` back: refused either way)."""
+    ex = _switch_executor(db)
+    assert ex.claim_task("switch-a", _hr("wr-1")) is not None
+    _set_row(db, "wr-1", states='{"switch-b:t": 1001}')
+    with pytest.raises(GraphMismatchError, match="'wr-1' runs graph 'switch-b'"):
+        ex.withdraw("switch-a", _hr("wr-1"))
+    assert ex.withdraw("switch-b", _hr("wr-1"))
+    assert ex.status("wr-1") == InstanceStatus.WITHDRAWN
+    row = raw_row(db, "wr-1")
+    assert row is not None and [key for key in row["states"] if "switch-a" in key] == []
+
+
+def test_a_send_back_of_a_sub_graph_s_task_on_replaced_states_writes_nothing(
+    db: sa.Engine,
+) -> None:
+    ex = _main_and_review(db)
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("sb-r"))
+    (task,) = ex.open_tasks("sb-r")
+    assert (task.graph_id, task.node_id) == ("review", "check")
+    _set_row(db, "sb-r", states='{"gone:t": 1001}')
+    before = (_rows(db), _index_rows(db), raw_row(db, "sb-r"))
+    with pytest.raises(GraphMismatchError, match="'sb-r' runs graph 'gone'"):
+        ex.send_back(task, _reviewer("sb-r"))
+    assert (_rows(db), _index_rows(db), raw_row(db, "sb-r")) == before
