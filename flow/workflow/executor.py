@@ -566,7 +566,9 @@ class WorkflowExecutor:
         as another graph's. (The index's root graph decides even when the states were
         replaced behind it: a RESTART clears them all.)"""
         stored = read.stored
-        if stored is not None and stored.graph_id and stored.graph_id != graph.id:
+        if stored is not None and stored.graph_id == graph.id:
+            return graph
+        if stored is not None and stored.graph_id:
             root = self.engine.get_graph(stored.graph_id)
             if root is not None and graph.id in called_graphs(self.engine, root):
                 return root

@@ -2663,6 +2663,33 @@ def test_a_restart_naming_a_sub_graph_on_replaced_states_starts_over_as_the_inde
     assert ex.claim_task("main", _applicant("rr-1")) is not None
 
 
+_OUTER = """
+id: outer
+layout:
+  - {id: s, type: start}
+  - {id: call, task: "#main"}
+  - {id: e, type: end}
+"""
+
+
+def test_a_restart_naming_the_indexed_graph_on_replaced_states_starts_over_as_it(
+    db: sa.Engine,
+) -> None:
+    """Indexed as ``main``, the states replaced by those of ``outer`` (which calls ``main``):
+    a RESTART naming ``main`` starts the instance over as ``main``, as the index says (it
+    started over as ``outer``)."""
+    engine = FlowEngine()
+    for text in (SUB_GRAPH_REVIEW, CALLS_SUB_GRAPH, _OUTER):
+        engine.load(Graph.from_text(text))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController())
+    ex.submit_task_at("main", "apply", TaskAction.FORWARD, _applicant("ro-1"))
+    _set_row(db, "ro-1", states='{"outer:call": 1001}')
+    ex.submit_task_at("main", "apply", TaskAction.RESTART, _applicant("ro-1"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("ro-1")] == [("main", "apply")]
+    row = raw_row(db, "ro-1")
+    assert row is not None and row["graph"]["id"] == "main"
+
+
 def test_a_withdraw_of_states_replaced_by_a_loaded_graph_s_acts_on_that_graph_only(
     db: sa.Engine,
 ) -> None:
