@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
-from flow.workflow._root_graph import call_tree
+from flow.workflow._root_graph import states_elsewhere
 from flow.workflow.aggregate import MAX_CURSOR, InstanceStatus
 from flow.workflow.errors import ConcurrentSubmitError, GraphMismatchError
 from flow_sqla._dialect import DialectOps, as_text
@@ -387,12 +387,8 @@ def _contradicts(engine: FlowEngine, instance_id: str, locked: Any) -> bool:
         states = parse_states(instance_id, _decoded(instance_id, "states", locked.states))
     except SnapshotError:
         return True
-    owners = {key.split(":", 1)[0] for key in states}
     indexed = engine.get_graph(locked.graph_id) if isinstance(locked.graph_id, str) else None
-    if not owners or indexed is None:
-        return False
-    tree = call_tree(engine, indexed)
-    return tree is not None and owners.isdisjoint(tree)
+    return indexed is not None and states_elsewhere(engine, indexed, states)
 
 
 def _never_started(row: Any) -> bool:
