@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from flow._graph_memo import GraphMemo
 from flow.context import FlowContext
 from flow.driver import SimpleFlowDriver, names_nothing
 from flow.errors import GraphNotFoundError
@@ -167,6 +168,67 @@ def frontier(
     return Frontier(nodes=tuple(nodes), reached_end=driver.reached_end)
 
 
+#: The node types a walk passes without splitting: a start, an activity or an end flows to at
+#: most one node (when it has one link), an exclusive gateway to one of its links.
+_ONE_PATH_TYPES = frozenset({NodeType.START, NodeType.END, NodeType.ACTIVITY, NodeType.EXCLUSIVE})
+_ONE_PATH: GraphMemo[bool] = GraphMemo()
+
+
+def one_path(graph: Graph) -> bool:
+    """Whether every walk of ``graph`` follows a single path: only start, end, activity and
+    exclusive gateway nodes, none but the gateways with more than one link, and no sub-graph
+    call (worked out once per graph object: graphs are immutable)."""
+    found = _ONE_PATH.get(graph)
+    if found is None:
+        found = _ONE_PATH.put(graph, all(_on_one_path(node) for node in graph.nodes.values()))
+    return found
+
+
+def _on_one_path(node: Node) -> bool:
+    if node.type not in _ONE_PATH_TYPES:
+        return False
+    if node.type != NodeType.EXCLUSIVE and len(node.next_link_list) > 1:
+        return False
+    task = node.task
+    return not (isinstance(task, str) and task.startswith("#"))
+
+
+def walked_frontier(
+    executor: WorkflowExecutor,
+    graph: Graph,
+    ctx: FlowContext,
+    driver: WorkflowDriver,
+    stop: Node | None,
+) -> Frontier | None:
+    """The frontier an operation's last walk of ``graph`` already shows — ``stop``, the human
+    task it stopped at, or the root END it reached — so that the dry walk of :func:`frontier`
+    need not run again; ``None`` when it must.
+
+    That holds when the dry walk would take the very same path: the graph follows one path
+    (:func:`one_path`: a walk ending at a task has no other branch open), and nothing but the
+    states and variables the dry walk also sees decided it — no interceptor (the dry walk is
+    silent), no node callbacks of the graph's driver (the dry walk skips them) and no task
+    code run on the way (it may have changed a variable a gateway passed before decided on;
+    the submitted task's own code ran before the walk, which saw its changes). Gateways are
+    taken to decide the same on the same variables, as every re-walk of an instance assumes.
+    """
+    if (
+        stop is None
+        or stop.graph is not graph
+        or driver.ran_task_code
+        or driver._inner_on_start
+        or driver._inner_on_end
+        or executor.engine.interceptors
+        or not one_path(graph)
+    ):
+        return None
+    if stop.type == NodeType.END:
+        return Frontier(nodes=(), reached_end=True)
+    if stop.type == NodeType.ACTIVITY and not executor.state_controller.is_auto_forward(ctx, stop):
+        return Frontier(nodes=(stop,), reached_end=False)
+    return None
+
+
 def build_index(
     executor: WorkflowExecutor,
     graph: Graph,
@@ -181,6 +243,7 @@ def build_index(
     passed: tuple[Node, ...] = (),
     data: Mapping[str, object] | None = None,
     every_sub_graph: bool = False,
+    walked: Frontier | None = None,
 ) -> InstanceIndex:
     """The aggregate of the instance after an operation (states as the unit holds them now).
 
@@ -191,7 +254,8 @@ def build_index(
     passes the time the stored states were written). ``passed``: the tasks a FORWARD_JUMP
     forwarded, ``submitted`` first — a task it opens has them all in its lineage. ``data``:
     the variables the gateways decide on (default: the context's). ``every_sub_graph``: see
-    :func:`frontier`.
+    :func:`frontier`. ``walked``: the frontier the operation's own walk showed
+    (:func:`walked_frontier`), used instead of a dry walk.
     """
     stored = read.stored
     if (
@@ -200,7 +264,9 @@ def build_index(
         and action != TaskAction.RESTART
     ):
         return stored
-    found = frontier(executor, graph, ctx, data, every_sub_graph=every_sub_graph)
+    found = walked
+    if found is None:
+        found = frontier(executor, graph, ctx, data, every_sub_graph=every_sub_graph)
     # Tasks keep lineage and opening time only within one graph (a RESTART may start the
     # instance over as another graph's, whose node ids may repeat the old one's).
     same_graph = stored is not None and stored.graph_id == graph.id
@@ -302,4 +368,12 @@ def claimed_only(read: IndexRead, states: Mapping[str, int]) -> InstanceIndex | 
     )
 
 
-__all__ = ["Frontier", "build_index", "claimed_only", "frontier", "probe_context"]
+__all__ = [
+    "Frontier",
+    "build_index",
+    "claimed_only",
+    "frontier",
+    "one_path",
+    "probe_context",
+    "walked_frontier",
+]

@@ -47,6 +47,10 @@ class WorkflowDriver(FlowDriver):
         #: False once a node handled since it was last set True was not COMPLETED (the executor
         #: uses it to tell a walk that only passed completed nodes, so ran no task code).
         self.only_completed = True
+        #: Whether a walk of this driver ran task code (an automatic node's task, or any node's
+        #: under a driver of the application's own): it may have changed the variables a
+        #: gateway passed before decided on (see ``_frontier.walked_frontier``).
+        self.ran_task_code = False
         # The wrapped driver's node callbacks run for every node of every walk; most drivers
         # keep FlowDriver's no-ops, which are then not called at all.
         self._inner_on_start, self._inner_on_end = _callbacks_overridden(type(driver))
@@ -114,6 +118,8 @@ class WorkflowDriver(FlowDriver):
         """Run an automatic node's task code: it completes, or stays WAITING when its task
         stopped the walk (or a sub-graph it ran did not reach its END)."""
         ctx = exchanger.context
+        if not self._runs_nothing(node):
+            self.ran_task_code = True
         self.post_handle_task(exchanger, node)
         if exchanger.is_stopped or exchanger.is_interrupted:
             intent.found(node, TaskState.WAITING, ctx)

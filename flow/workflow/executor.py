@@ -35,7 +35,7 @@ from flow.workflow._arguments import (
     checked_instance_id,
     checked_status,
 )
-from flow.workflow._frontier import build_index, claimed_only
+from flow.workflow._frontier import Frontier, build_index, claimed_only, walked_frontier
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
 from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
@@ -155,8 +155,13 @@ class WorkflowExecutor:
             read, indexed = self._indexed_read(index, root, ctx)
             if _withdrawn(read):
                 return None
-            task = self._walk(root, ctx, IntentType.CLAIM_TASK).task
-            self._index_end(index, indexed, ctx, read)
+            driver = self._driver(root)
+            intent = self._walk(root, ctx, IntentType.CLAIM_TASK, driver)
+            task = intent.task
+            # A claim's walk ends at the first task on each branch, as a dry walk's does.
+            stop = intent.next_tasks[0].node if len(intent.next_tasks) == 1 else None
+            walked = walked_frontier(self, root, ctx, driver, stop) if indexed is root else None
+            self._index_end(index, indexed, ctx, read, walked=walked)
             return task
 
     def find_task(self, graph: Graph | str, ctx: FlowContext) -> Task | None:
@@ -655,10 +660,12 @@ class WorkflowExecutor:
         action: TaskAction | None = None,
         reopened: Mapping[Node, tuple[str, ...]] | None = None,
         passed: tuple[Node, ...] = (),
+        walked: Frontier | None = None,
     ) -> None:
         """Store the aggregate after an operation, when it changed. Nothing happened (states
         and stored variables as read): nothing to do. Only open tasks became WAITING (a
-        claim): the frontier is unchanged, no walk. Else a dry walk computes it."""
+        claim): the frontier is unchanged, no walk. Else the frontier the operation's own walk
+        showed (``walked``), or a dry walk, gives it."""
         states, vars_changed = index.index_changes(ctx)
         stored = read.stored
         if stored is None and not states:
@@ -681,6 +688,7 @@ class WorkflowExecutor:
                 action=action,
                 reopened=reopened,
                 passed=passed,
+                walked=walked,
             )
         if not fresh.same_as(stored):
             index.index_write(ctx, fresh)
@@ -784,6 +792,7 @@ class WorkflowExecutor:
                 return False
             saved_exchanger = ctx.exchanger
             passed: list[Node] = []
+            driver = self._driver(graph)
             try:
                 # The intent names the root graph the row stores (a RESTART of a sub-graph's
                 # task starts the instance over as its root graph's, not as the sub-graph's).
@@ -791,7 +800,7 @@ class WorkflowExecutor:
                     indexed if action == TaskAction.RESTART else graph, IntentType.SUBMIT_TASK
                 )
                 with ctx.scoped(INTENT_KEY, intent):
-                    current = self._submit_do(graph, node, action, ctx, passed)
+                    current = self._submit_do(graph, node, action, ctx, passed, driver)
             finally:
                 ctx.exchanger = saved_exchanger
             # A submit acted, whether or not a state changed (a FORWARD of a completed node,
@@ -800,7 +809,12 @@ class WorkflowExecutor:
             if keep is not None:
                 keep(ctx)
             if index is not None and read is not None:
-                self._index_end(index, indexed, ctx, read, **_lineage_of(node, action, passed))
+                # A FORWARD's last walk found the task current after it (or the END).
+                forwarded = action == TaskAction.FORWARD and indexed is graph
+                walked = walked_frontier(self, graph, ctx, driver, current) if forwarded else None
+                self._index_end(
+                    index, indexed, ctx, read, walked=walked, **_lineage_of(node, action, passed)
+                )
             if self.recorder is not None:
                 record = self._record(graph, node, action, ctx, message, current)
                 self.recorder.record(ctx, record)
@@ -827,13 +841,13 @@ class WorkflowExecutor:
         action: TaskAction,
         ctx: FlowContext,
         passed: list[Node],
+        driver: WorkflowDriver,
     ) -> Node | None:
-        """Apply ``action``; returns the task current afterwards when the action's last step
-        already found it (a forward ending with a find walk), else ``None``. A jump appends
-        the tasks it forwarded (or sent back) on the way to ``passed``."""
-        exchanger = FlowExchanger(
-            graph, self.engine, self._driver(graph), ctx, max_steps=self.max_steps
-        )
+        """Apply ``action`` with ``driver``; returns the task current afterwards when the
+        action's last step already found it (a forward ending with a find walk), else
+        ``None``. A jump appends the tasks it forwarded (or sent back) on the way to
+        ``passed``."""
+        exchanger = FlowExchanger(graph, self.engine, driver, ctx, max_steps=self.max_steps)
         if action == TaskAction.FORWARD:
             return self._forward(graph, node, exchanger)
         if action == TaskAction.BACK:
