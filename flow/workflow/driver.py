@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flow.driver import FlowDriver, SimpleFlowDriver
+from flow.evaluation import SafeEvaluation
 from flow.node_type import NodeType
 from flow.workflow._intent import IntentType, WorkflowIntent, current_intent
 from flow.workflow.states import TaskState
@@ -47,10 +48,12 @@ class WorkflowDriver(FlowDriver):
         #: False once a node handled since it was last set True was not COMPLETED (the executor
         #: uses it to tell a walk that only passed completed nodes, so ran no task code).
         self.only_completed = True
-        #: Whether a walk of this driver ran task code (an automatic node's task, or any node's
-        #: under a driver of the application's own): it may have changed the variables a
-        #: gateway passed before decided on (see ``_frontier.walked_frontier``).
-        self.ran_task_code = False
+        #: Whether a walk of this driver ran code that may change the context's variables
+        #: (or decide differently when asked again): an automatic node's task, a condition
+        #: that calls anything, a condition component, or a condition under a driver or
+        #: evaluation of the application's own. A gateway the walk passed may then decide
+        #: otherwise on a second walk (see ``_frontier.walked_frontier``).
+        self.ran_code = False
         # The wrapped driver's node callbacks run for every node of every walk; most drivers
         # keep FlowDriver's no-ops, which are then not called at all.
         self._inner_on_start, self._inner_on_end = _callbacks_overridden(type(driver))
@@ -74,7 +77,21 @@ class WorkflowDriver(FlowDriver):
                 intent.task = None
 
     def handle_condition(self, exchanger: FlowExchanger, condition: Any) -> bool:
+        if not self.ran_code and not self._reads_only(condition):
+            self.ran_code = True
         return self.driver.handle_condition(exchanger, condition)
+
+    def _reads_only(self, condition: Any) -> bool:
+        """Whether testing ``condition`` only reads: an expression without a call (the
+        sandbox lets one call ``context.put``) under the standard driver and evaluation."""
+        driver = self.driver
+        return (
+            isinstance(condition, str)
+            and "(" not in condition
+            and not condition.startswith("@")
+            and type(driver).handle_condition is SimpleFlowDriver.handle_condition
+            and type(getattr(driver, "evaluation", None)) is SafeEvaluation
+        )
 
     def post_handle_task(self, exchanger: FlowExchanger, node: Node) -> None:
         self.driver.post_handle_task(exchanger, node)
@@ -119,7 +136,7 @@ class WorkflowDriver(FlowDriver):
         stopped the walk (or a sub-graph it ran did not reach its END)."""
         ctx = exchanger.context
         if not self._runs_nothing(node):
-            self.ran_task_code = True
+            self.ran_code = True
         self.post_handle_task(exchanger, node)
         if exchanger.is_stopped or exchanger.is_interrupted:
             intent.found(node, TaskState.WAITING, ctx)

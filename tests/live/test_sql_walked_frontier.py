@@ -3,9 +3,10 @@
 On a graph whose walks follow one path, a claim or a FORWARD takes the instance's open task
 from where its own walk stopped instead of walking the graph again (``walked_frontier``).
 That is only right when nothing the second walk would not see decided the first one: here
-a variable changed behind a gateway the walk had passed — by task code, by an interceptor, by
-the graph driver's node callback — sends the next walk down the other branch, and the inbox
-must list the task that walk finds, not the one the submit's walk stopped at.
+a variable changed behind a gateway the walk had passed — by task code, by a condition, by
+an interceptor, by the graph driver's node callback — sends the next walk down the other
+branch, and the inbox must list the task that walk finds, not the one the submit's walk
+stopped at.
 """
 
 from __future__ import annotations
@@ -64,7 +65,18 @@ class _FlipOnEnd(SimpleFlowDriver):
             _set_x(exchanger.context, node)
 
 
+#: The gateway's own condition sets x to 2 once it chose ``flip`` (the sandbox lets a
+#: condition call ``context.put``).
+FLIP_BY_CONDITION = FLIP.replace('"x == 1"', "\"x == 1 && context.put('x', 2) != None\"").replace(
+    "TASK", "type: activity"
+)
+
+
 def _engine(how: str) -> FlowEngine:
+    if how == "condition":
+        engine = FlowEngine()
+        engine.load(Graph.from_text(textwrap.dedent(FLIP_BY_CONDITION)))
+        return engine
     task = 'task: "@flip"' if how == "task code" else "type: activity"
     if how == "task code":
         engine = FlowEngine(SimpleFlowDriver(container=MapContainer({"flip": _set_x})))
@@ -95,7 +107,8 @@ def _forward(ex: WorkflowExecutor, instance_id: str, actor: str, **data: Any) ->
 
 
 @pytest.mark.parametrize(
-    "how", ["task code", "interceptor", "driver start callback", "driver end callback"]
+    "how",
+    ["task code", "condition", "interceptor", "driver start callback", "driver end callback"],
 )
 def test_a_variable_changed_behind_a_passed_gateway_indexes_the_task_the_next_walk_finds(
     db: sa.Engine, how: str
