@@ -208,17 +208,15 @@ def walked_frontier(
     (:func:`one_path`: a walk ending at a task has no other branch open), and nothing but the
     states and variables the dry walk also sees decided it — no interceptor (the dry walk is
     silent), no node callbacks of the graph's driver (the dry walk skips them), and no task
-    code nor a condition that may act run on the way (``WorkflowDriver.ran_code``: either may
-    have changed a variable a gateway passed before decided on; the submitted task's own code
-    ran before the walk, which saw its changes). A condition that only reads variables
+    code nor a condition that may act run on the way (``WorkflowDriver.repeatable``: either
+    may have changed a variable a gateway passed before decided on; the submitted task's own
+    code ran before the walk, which saw its changes). A condition that only reads variables
     decides the same on the same variables.
     """
     if (
         stop is None
         or stop.graph is not graph
-        or driver.ran_code
-        or driver._inner_on_start
-        or driver._inner_on_end
+        or not driver.repeatable
         or executor.engine.interceptors
         or not one_path(graph)
     ):

@@ -57,6 +57,18 @@ class WorkflowDriver(FlowDriver):
         # The wrapped driver's node callbacks run for every node of every walk; most drivers
         # keep FlowDriver's no-ops, which are then not called at all.
         self._inner_on_start, self._inner_on_end = _callbacks_overridden(type(driver))
+        #: Conditions tested the standard way (checked once: every condition asks).
+        self._standard_conditions = (
+            type(driver).handle_condition is SimpleFlowDriver.handle_condition
+            and type(getattr(driver, "evaluation", None)) is SafeEvaluation
+        )
+
+    @property
+    def repeatable(self) -> bool:
+        """Whether a dry walk over the states this driver's walks left would take their
+        path again: they ran no code that may have changed a variable (:attr:`ran_code`) and
+        the graph driver has no node callbacks (a dry walk skips them)."""
+        return not (self.ran_code or self._inner_on_start or self._inner_on_end)
 
     # -- callbacks ---------------------------------------------------------------------
     def on_node_start(self, exchanger: FlowExchanger, node: Node) -> None:
@@ -84,13 +96,11 @@ class WorkflowDriver(FlowDriver):
     def _reads_only(self, condition: Any) -> bool:
         """Whether testing ``condition`` only reads: an expression without a call (the
         sandbox lets one call ``context.put``) under the standard driver and evaluation."""
-        driver = self.driver
         return (
-            isinstance(condition, str)
+            self._standard_conditions
+            and isinstance(condition, str)
             and "(" not in condition
             and not condition.startswith("@")
-            and type(driver).handle_condition is SimpleFlowDriver.handle_condition
-            and type(getattr(driver, "evaluation", None)) is SafeEvaluation
         )
 
     def post_handle_task(self, exchanger: FlowExchanger, node: Node) -> None:

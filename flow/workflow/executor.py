@@ -626,11 +626,12 @@ class WorkflowExecutor:
         RUNNING (the instances withdraw and send-back act on); ``None`` for an unknown or
         closed one. ``graph`` must be the instance's root graph — or, with ``sub_graph`` (a
         sub-graph's task sent back), one that it calls."""
-        if sub_graph:
-            read, root = self._indexed_read(index, graph, ctx)
-        else:
-            read, root = index.index_read(ctx), graph
-            _check_graph(self.engine, graph, ctx.instance_id, read)
+        read, root = self._indexed_read(index, graph, ctx)
+        if not sub_graph and root is not graph:
+            # Its stored index or (not indexed yet, or replaced behind the index) its states
+            # name another graph — also one calling ``graph``: withdraw and send-back act on
+            # the root graph.
+            raise GraphMismatchError(ctx.instance_id, graph.id, root.id)
         current = self._current_index(root, ctx, read)
         if current is None or current.status != InstanceStatus.RUNNING:
             return None
@@ -1082,21 +1083,6 @@ def _replaced_behind_the_index(
             return False  # the operation is refused as another graph's (see _root_of)
         root = indexed
     return states_elsewhere(engine, root, read.states)
-
-
-def _check_graph(engine: FlowEngine, graph: Graph, instance_id: str, read: IndexRead) -> None:
-    """Raise :class:`GraphMismatchError` when the instance runs another graph than ``graph``:
-    its stored index names another, or (not yet indexed) its states are another graph's —
-    also a graph that calls ``graph``: withdraw and send-back act on the root graph."""
-    stored = read.stored
-    if stored is None or _replaced_behind_the_index(engine, graph, stored, read):
-        if read.states:
-            root = root_by_states(engine, graph, instance_id, read.states)
-            if root is not graph:
-                raise GraphMismatchError(instance_id, graph.id, root.id)
-        return
-    if stored.graph_id and stored.graph_id != graph.id:
-        raise GraphMismatchError(instance_id, graph.id, stored.graph_id)
 
 
 def _with_assignee(record: TaskRecord, assignee: str) -> TaskRecord:
