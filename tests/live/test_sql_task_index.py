@@ -2502,13 +2502,18 @@ def test_a_graph_column_naming_only_a_graph_the_engine_lacks_is_reported_not_gue
     assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-i")] == [("switch-b", "t")]
 
 
-_TOP = """
-id: top
+def _caller(graph_id: str, called: str) -> str:
+    """A graph whose one node calls ``called`` as a sub-graph."""
+    return f"""
+id: {graph_id}
 layout:
-  - {id: s, type: start}
-  - {id: call, task: "#mid"}
-  - {id: e, type: end}
+  - {{id: s, type: start}}
+  - {{id: call, task: "#{called}"}}
+  - {{id: e, type: end}}
 """
+
+
+_TOP = _caller("top", "mid")
 _MID = """
 id: mid
 layout:
@@ -2663,13 +2668,7 @@ def test_a_restart_naming_a_sub_graph_on_replaced_states_starts_over_as_the_inde
     assert ex.claim_task("main", _applicant("rr-1")) is not None
 
 
-_OUTER = """
-id: outer
-layout:
-  - {id: s, type: start}
-  - {id: call, task: "#main"}
-  - {id: e, type: end}
-"""
+_OUTER = _caller("outer", "main")
 
 
 def test_a_restart_naming_the_indexed_graph_on_replaced_states_starts_over_as_it(
