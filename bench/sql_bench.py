@@ -32,12 +32,14 @@ Variants (``--variants`` takes the short names in brackets):
   text as ``text()`` constructs through ``conn.execute`` and is kept as a reference row, as
   is (a2) [a2]: (a) with the ``UPDATE`` and the history ``INSERT`` in one round trip (a
   multi-statement query), which is how flow_sqla sends them on mysqlclient;
-* (f) [floor], a reference row: the README pattern's SQL floor — exactly the statements and
-  round trips flow_sqla sends for it (the first approval's row insert, which also locks the
-  row, or the second's locked read; the write and the history insert in one round trip; the
-  ``COMMIT``), on the driver's cursor inside the application's ``engine.begin()``, with no
-  library logic at all. Its ratio to SpiffWorkflow bounds what the README pattern can reach
-  on the machine;
+* (f) [floor], a reference row: the README pattern's SQL floor — flow_sqla's statement plan
+  for it, hand-written (the first approval's row insert, which also locks the row, or the
+  second's locked read; the write and the history insert in one round trip; the ``COMMIT``),
+  on the driver's cursor inside the application's ``engine.begin()``, with no library logic
+  at all. It sends slightly less than flow_sqla does (not the graph document flow_sqla
+  stores with an instance's first write, nor the extra columns of its locked read), so its
+  ratio to SpiffWorkflow bounds, from above, what the README pattern can reach on the
+  machine;
 * ``SpiffWorkflow 3.2`` [spiff] (``pip install -e '.[bench]'``): the same process as BPMN,
   persisted with Spiff's JSON serializer plus one history row per approval, in one
   transaction (``bench/spiff_side.py``).
@@ -119,8 +121,8 @@ def _baseline_instance(execute: Callable[[str, tuple[Any, ...]], Any], commit: C
                        together: bool = False, lean: bool = False) -> None:  # fmt: skip
     """One instance driven to its end with the minimal SQL; ``together``: the state write and
     the history insert in one round trip (a multi-statement query); ``lean``: flow_sqla's
-    statements exactly — the first approval reads nothing back from the row its insert just
-    created (and locked), as flow_sqla does not."""
+    round trips — the first approval reads nothing back from the row its insert just created
+    (and locked), as flow_sqla does not."""
     for index, (actor, node, title, target, target_title, target_type, states) in enumerate(STEPS):
         now = _now()
         if index == 0:
@@ -177,11 +179,11 @@ def setup_mysqldb(dsn: str, counter: list[int], together: bool = False) -> tuple
 
 
 def setup_floor(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
-    """flow_sqla's statements on the driver's cursor inside the application's own
-    ``engine.begin()``: the SQL the README pattern sends (one round trip for the first
-    approval's row insert or the second's locked read, one for the write and the history
-    insert, the ``COMMIT``), with none of a library's logic — what no implementation of the
-    README pattern on Core and mysqlclient can beat."""
+    """flow_sqla's statement plan for the README pattern, hand-written on the driver's cursor
+    inside the application's own ``engine.begin()`` (one round trip for the first approval's
+    row insert or the second's locked read, one for the write and the history insert, the
+    ``COMMIT``), with none of a library's logic: a bound from above for the pattern. It leaves
+    out the graph document flow_sqla stores with an instance's first write."""
     engine = _baseline_engine(dsn)
     state: dict[str, Any] = {}
 
@@ -644,8 +646,8 @@ def the_server_to_ourselves(dsn: str, names: list[str], counts: list[int]) -> It
     """Hold the server for the run: one run at a time (a named lock, held by a connection of
     its own — two runs side by side would measure each other), and room for every worker's
     connections. Each of N workers keeps one connection per variant open for the whole cell
-    (plus the counters' own), and a default MariaDB allows 151 — ten variants at N = 16 need
-    161: ``max_connections`` is then raised for the run and put back at its end. Without
+    (plus the counters' own), and a default MariaDB allows 151 — twelve variants at N = 16
+    need 193: ``max_connections`` is then raised for the run and put back at its end. Without
     the privilege to raise it, stop before any slice runs and say what to do."""
     holder = _mysqldb_connect(dsn)
     try:
