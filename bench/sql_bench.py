@@ -159,18 +159,23 @@ def _mysqldb_connect(dsn: str) -> Any:
     )
 
 
+def _on_cursor(cursor: Any, sql: str, params: tuple[Any, ...]) -> None:
+    """Run ``sql`` on a MySQLdb cursor, reading a multi-statement query's further results.
+    Not after a single statement: ``nextset()`` first fetches every row left, and the locked
+    read's row would never be read."""
+    cursor.execute(sql, params)
+    if ";" in sql:
+        while cursor.nextset():
+            pass
+
+
 def setup_mysqldb(dsn: str, counter: list[int], together: bool = False) -> tuple[Runner, Closer]:
     conn = _mysqldb_connect(dsn)
     cursor = conn.cursor()
 
     def execute(sql: str, params: tuple[Any, ...]) -> None:
         counter[0] += 1
-        cursor.execute(sql, params)
-        # A multi-statement query's further results. Not after a single statement: nextset()
-        # first fetches every row left, and the locked read's row would never be read.
-        if ";" in sql:
-            while cursor.nextset():
-                pass
+        _on_cursor(cursor, sql, params)
 
     def run(instance_id: str) -> None:
         _baseline_instance(execute, conn.commit, cursor.fetchone, instance_id, together)
@@ -192,12 +197,8 @@ def setup_floor(dsn: str, counter: list[int]) -> tuple[Runner, Closer]:
             state["tx"] = engine.begin()
             conn = state["tx"].__enter__()
             state["cursor"] = conn.connection.driver_connection.cursor()
-        cursor = state["cursor"]
         counter[0] += 1
-        cursor.execute(sql, params)
-        if ";" in sql:
-            while cursor.nextset():
-                pass
+        _on_cursor(state["cursor"], sql, params)
 
     def commit() -> None:
         state.pop("cursor").close()
