@@ -75,10 +75,12 @@ class FlowEngine:
         return MappingProxyType(self._graphs)
 
     def get_graph(self, graph_id: str) -> Graph | None:
-        return self._graphs.get(graph_id)
+        """The graph loaded as ``graph_id``; ``None`` for any other id — also one that is no
+        string at all (a JSON list or object taken from a request), which is never loaded."""
+        return self._graphs.get(graph_id) if isinstance(graph_id, str) else None
 
     def get_graph_or_throw(self, graph_id: str) -> Graph:
-        graph = self._graphs.get(graph_id)
+        graph = self.get_graph(graph_id)
         if graph is None:
             raise GraphNotFoundError(graph_id)
         return graph

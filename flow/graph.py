@@ -362,10 +362,12 @@ class Graph:
 
     # -- lookup ------------------------------------------------------------------------
     def get_node(self, node_id: str) -> Node | None:
-        return self.nodes.get(node_id)
+        """The node ``node_id``; ``None`` for any other id — also one that is no string at
+        all (a JSON list or object taken from a request), which no node has."""
+        return self.nodes.get(node_id) if isinstance(node_id, str) else None
 
     def get_node_or_throw(self, node_id: str) -> Node:
-        node = self.nodes.get(node_id)
+        node = self.get_node(node_id)
         if node is None:
             raise NodeNotFoundError(node_id, self.id)
         return node

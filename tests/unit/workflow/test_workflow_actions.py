@@ -329,6 +329,16 @@ def test_an_unknown_node_id_raises_node_not_found(wf: WorkflowExecutor) -> None:
         wf.submit_task_at("line", "NON_EXISTENT", TaskAction.FORWARD, FlowContext.of("i1"))
 
 
+@pytest.mark.parametrize("node_id", [5, None, ["A"], {"id": "A"}])
+def test_a_node_id_that_is_no_string_raises_node_not_found(
+    wf: WorkflowExecutor, node_id: object
+) -> None:
+    """A JSON list or object taken from a request used to fail the lookup with a bare
+    ``TypeError`` (unhashable)."""
+    with pytest.raises(NodeNotFoundError, match="in graph 'line'"):
+        wf.submit_task_at("line", node_id, TaskAction.FORWARD, FlowContext.of("i1"))  # type: ignore[arg-type]
+
+
 def test_an_unknown_graph_id_in_a_submit_raises_graph_not_found(wf: WorkflowExecutor) -> None:
     with pytest.raises(GraphNotFoundError):
         wf.submit_task_at("nope", "A", TaskAction.FORWARD, FlowContext.of("i1"))

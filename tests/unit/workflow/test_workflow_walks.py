@@ -70,9 +70,15 @@ def test_claim_accepts_a_graph_object_or_its_id(engine: FlowEngine) -> None:
     assert wf.claim_task(graph, FlowContext.of("i1")) == wf.claim_task("line", FlowContext.of("i1"))
 
 
-def test_an_unknown_graph_id_raises_graph_not_found(engine: FlowEngine) -> None:
-    with pytest.raises(GraphNotFoundError):
-        WorkflowExecutor(engine).claim_task("nope", FlowContext.of("i1"))
+@pytest.mark.parametrize("graph_id", ["nope", 5, None, ["line"], {"id": "line"}])
+def test_an_unknown_graph_id_raises_graph_not_found(engine: FlowEngine, graph_id: object) -> None:
+    """Also for an id that is no string at all — a JSON list or object taken from a request
+    — which used to fail the dict lookup with a bare ``TypeError`` (unhashable)."""
+    load(engine, LINE)
+    wf, ctx = WorkflowExecutor(engine), FlowContext.of("i1")
+    for query in (wf.claim_task, wf.find_task, wf.find_next_tasks, wf.withdraw):
+        with pytest.raises(GraphNotFoundError):
+            query(graph_id, ctx)  # type: ignore[arg-type]
 
 
 def test_claim_returns_none_and_the_trace_ends_when_the_flow_is_finished(
