@@ -157,6 +157,11 @@ class HeldRows:
         held.pending = write
         return True
 
+    def pending(self, conn: Connection) -> DeferredWrite | None:
+        """The write deferred on ``conn``, whoever deferred it."""
+        held = self._by_connection.get(conn)
+        return None if held is None else held.pending
+
     def deferred(
         self, conn: Connection, schema: str | None, key: HeldKey, owner: object
     ) -> DeferredWrite | None:

@@ -1,11 +1,12 @@
 """Listening to a caller's engine for the ends of its transactions.
 
-A claim in the caller's transaction defers its row write so that the submit that usually
+An operation in the caller's transaction leaves the row it locked held for the next one on
+the same instance, and a claim there defers its row write so that the submit that usually
 follows in the same transaction sends one ``UPDATE`` for both (``docs/persistence.md`` §3).
 When no submit follows, the write must still reach the row before the transaction commits —
-and never after it has rolled back or the server has ended it. The library cannot wrap the
-caller's ``engine.begin()``, so it listens to the engine's events, once per engine, the first
-time it defers a write there:
+and neither the write nor a held row may outlive the transaction, rolled back or ended by the
+server. The library cannot wrap the caller's ``engine.begin()``, so it listens to the engine's
+events, once per engine, from the first row it holds there:
 
 - ``commit``: send the deferred write first, inside the transaction, when that is still the
   one the write was decided in; if sending fails, roll the server's transaction back before
@@ -50,8 +51,8 @@ _TIMEOUT_ENDS: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictiona
 
 def watch(engine: Engine) -> None:
     """Listen to ``engine``'s transaction ends (once per engine object: an
-    ``execution_options`` copy is an engine of its own). Called by every deferred claim:
-    the common case — watched already — returns at once."""
+    ``execution_options`` copy is an engine of its own). Called for every row held and
+    every deferred claim: the common case — watched already — returns at once."""
     if engine in _WATCHED:
         return
     _listen_once(

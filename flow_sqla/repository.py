@@ -245,7 +245,7 @@ class _DeferredClaim:
     follows (one ``UPDATE`` for both) or else sent before the ``COMMIT``
     (:class:`flow_sqla._held.DeferredWrite`)."""
 
-    __slots__ = ("key", "owner", "resolved_schema", "schema", "thread", "write")
+    __slots__ = ("key", "owner", "resolved_schema", "schema", "sent", "thread", "write")
 
     def __init__(
         self,
@@ -262,6 +262,9 @@ class _DeferredClaim:
         self.resolved_schema = schema if schema is not None else conn.dialect.default_schema_name
         self.write = write
         self.thread = threading.get_ident()
+        #: Sent alone (:meth:`run`): the row holds it, and the operation that took it up to
+        #: fold it — whose task code or interceptor made the connection send it — must not.
+        self.sent = False
 
     def run(self, conn: Connection) -> None:
         """Send the write alone — never to another schema than the claim's (it is settled
@@ -274,6 +277,7 @@ class _DeferredClaim:
             return
         with owner._translating(self.write.instance_id):
             owner._write(conn, self.write)
+        self.sent = True
 
 
 class _ThreadOperations(threading.local):
@@ -506,14 +510,27 @@ class SqlStateRepository:
         """Keep a claim's ``write`` (which includes any write it was folded from) for the
         submit that usually follows in the caller's transaction, or — when it cannot be
         kept — send it now."""
-        watch(op.conn.engine)
+        watch(op.conn.engine)  # the COMMIT must send it (already watched: the row is held)
+        waiting = HELD.pending(op.conn)
+        if waiting is not None and waiting is not op.pending:
+            # Deferred while this claim ran, by an operation on another instance that its
+            # interceptor or task code ran on the connection: one write is kept per
+            # connection, so that one goes first.
+            HELD.settle(op.conn)
         if not HELD.defer(op.conn, _DeferredClaim(self, key, schema, write, op.conn)):
             conn, pending = op.conn, op.pending
             done = None if pending is None else (lambda: HELD.done(conn, pending))
             self._write(conn, write, row_sent=done, held=op.held)
 
     def _hold(self, conn: Connection, op: _Operation) -> None:
+        """Keep the row the operation leaves locked for the next operation on it in the
+        caller's transaction. The engine is watched from the first row held on it, not from
+        the first claim deferred: a deadlock of the caller's own statement ends the
+        transaction and its row locks, and only the ``handle_error`` listener tells — a held
+        row trusted after it (a claim that found its task already WAITING defers nothing)
+        would let a submit approve over another transaction's approval."""
         if op.locked and op.final is not None:
+            watch(conn.engine)
             key = self._held_key(op.instance_id)
             HELD.put(conn, self._held_schema(conn), key, self, op.final)
 
@@ -795,6 +812,11 @@ class SqlStateRepository:
         """Send ``write`` — with the deferred claim it follows folded in — or, for a claim in
         the caller's transaction outside any savepoint, leave it to :meth:`_defer`."""
         pending = op.pending
+        if pending is not None and pending.sent:
+            # Sent while this operation ran (its task code began a savepoint, or ran another
+            # statement of the library's on the connection): folded again, its todo rows
+            # would be computed from the index before the claim, and the claim's stay.
+            op.pending = pending = None
         if pending is not None:
             if write.audited:
                 write = pending.write.then(write)

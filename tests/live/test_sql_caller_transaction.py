@@ -19,6 +19,7 @@ from _support import (
     flow_engine,
     manager_approvals,
     migrate,
+    raw_row,
 )
 
 from flow import FlowEngine, FlowError, Graph, MapContainer, SimpleFlowDriver
@@ -146,22 +147,37 @@ def _a_lock_waiter_appears(db: sa.Engine) -> bool:
 
 
 def _claim_then_lose_a_deadlock(
-    db: sa.Engine, ex: WorkflowExecutor, mine: Any, other: str, lose: Callable[[], None]
+    db: sa.Engine,
+    ex: WorkflowExecutor,
+    mine: Any,
+    other: str,
+    lose: Callable[[], None],
+    *,
+    claimed_before: bool = False,
 ) -> Any:
     """After the employees' approvals of ``mine``'s instance and ``other``, claim the
-    manager's task in ``mine``'s transaction, let a heavier transaction lock ``other`` and
-    wait for ``mine``'s row, then run ``lose`` — the statement of ``mine``'s transaction that
-    waits for ``other`` and loses the deadlock. Returns the claimed task."""
+    manager's task in ``mine``'s transaction (``claimed_before``: claimed in an earlier
+    transaction already, so this claim writes nothing), then :func:`_lose_a_deadlock`.
+    Returns the claimed task."""
     for instance_id in (mine.instance_id, other):
         assert approve(ex, instance_id, "employee", amount=1)
+    if claimed_before:
+        assert ex.claim_task("oa", ctx(mine.instance_id, "manager")) is not None
     task = ex.claim_task("oa", mine)
     assert task is not None
-    thread, holds, done = _heavy_transaction_waiting_for(db, other, mine.instance_id)
+    _lose_a_deadlock(db, mine.instance_id, other, lose)
+    return task
+
+
+def _lose_a_deadlock(db: sa.Engine, mine: str, other: str, lose: Callable[[], None]) -> None:
+    """Let a heavier transaction lock ``other`` and wait for ``mine``'s row, which the
+    caller's transaction holds locked, then run ``lose`` — the statement of the caller's
+    transaction that waits for ``other`` and loses the deadlock."""
+    thread, holds, done = _heavy_transaction_waiting_for(db, other, mine)
     assert holds.wait(TIMEOUT) and _a_lock_waiter_appears(db)
     lose()  # deadlock: this one loses
     thread.join(TIMEOUT)
     assert done == [None]
-    return task
 
 
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
@@ -194,15 +210,18 @@ def test_after_a_deadlock_the_caller_caught_no_row_is_taken_as_still_locked(
     assert approvals == 1
 
 
+@pytest.mark.parametrize("claimed_before", [False, True], ids=["claim-writes", "claimed-before"])
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 def test_after_a_deadlock_of_the_caller_s_own_statement_nothing_of_the_claim_is_trusted(
-    db: sa.Engine,
+    db: sa.Engine, claimed_before: bool
 ) -> None:
     """The caller's transaction claims A, then the caller's *own* statement loses a deadlock
     over B: InnoDB rolls back all of it, the claim's lock on A included. Another transaction
     approves A meanwhile; the caller catches the error, submits its claimed task of A and
     commits. Neither the submit (from the row held before the deadlock) nor the claim's
-    write (decided under the lost lock, due at the COMMIT) may land over that approval."""
+    write (decided under the lost lock, due at the COMMIT) may land over that approval —
+    also when the task was claimed in an earlier request, so that this claim, the first
+    operation on the engine in a caller's transaction, writes and defers nothing."""
     ex = executor(db, index=True)
     with db.connect() as conn, conn.begin():
         mine = ctx("od-a", "manager", conn)
@@ -212,12 +231,41 @@ def test_after_a_deadlock_of_the_caller_s_own_statement_nothing_of_the_claim_is_
             with pytest.raises(sa.exc.OperationalError):
                 conn.exec_driver_sql(lock_b).all()
 
-        task = _claim_then_lose_a_deadlock(db, ex, mine, "od-b", lose)
+        task = _claim_then_lose_a_deadlock(
+            db, ex, mine, "od-b", lose, claimed_before=claimed_before
+        )
         assert approve(ex, "od-a", "manager")  # another transaction completes A's task
         assert not ex.submit_task_if_waiting(task, TaskAction.FORWARD, mine)
     assert manager_approvals(db, "od-a") == 1
     assert ex.claim_task("oa", ctx("od-a", "manager")) is None  # approved, not WAITING again
     assert ex.open_tasks("od-a") == []
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_after_a_deadlock_of_the_caller_s_own_statement_a_submit_s_row_is_not_trusted(
+    db: sa.Engine,
+) -> None:
+    """``submit_task_at`` in the caller's transaction forwards A's task and leaves A's row
+    held; the caller's own statement then loses a deadlock, and InnoDB rolls back all of it
+    — the forward, its history row, the lock. A claim after it in the same transaction must
+    read A again (the employee's task is still open; the manager has none), and the COMMIT
+    must store nothing decided on the row held before the deadlock."""
+    ex = executor(db, index=True)
+    for instance_id in ("os-a", "os-b"):
+        assert ex.claim_task("oa", ctx(instance_id, "employee", amount=1)) is not None
+    before = raw_row(db, "os-a")
+    with db.connect() as conn, conn.begin():
+        ex.submit_task_at("oa", "apply", TaskAction.FORWARD, ctx("os-a", "employee", conn))
+        lock_b = "SELECT id FROM bpm_flow_repository WHERE instant_id = 'os-b' FOR UPDATE"
+
+        def lose() -> None:
+            with pytest.raises(sa.exc.OperationalError):
+                conn.exec_driver_sql(lock_b).all()
+
+        _lose_a_deadlock(db, "os-a", "os-b", lose)
+        assert ex.claim_task("oa", ctx("os-a", "manager", conn)) is None
+    assert raw_row(db, "os-a") == before
+    assert count_rows(db, "bpm_flow_task", "os-a") == 0
 
 
 def test_two_executors_in_one_transaction_never_approve_twice(db: sa.Engine) -> None:

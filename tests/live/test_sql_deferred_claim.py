@@ -22,8 +22,9 @@ from _support import (
 )
 from sqlalchemy.orm import Session
 
-from flow.workflow import ConcurrentSubmitError, TaskAction, TaskState
-from flow_sqla import _transaction_events
+from flow import FlowEngine, Graph, MapContainer, SimpleFlowDriver
+from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction, TaskState
+from flow_sqla import _transaction_events, sql_workflow
 from flow_sqla._dialect import rolls_back_on_lock_timeout
 
 
@@ -410,3 +411,102 @@ def _claim_then_fail_to_lock_another(db: sa.Engine, claimed: str, locked: str) -
             assert ex.claim_task("oa", ctx(claimed, "manager", conn)) is not None
             with pytest.raises(sa.exc.OperationalError):
                 conn.exec_driver_sql(lock + " NOWAIT").all()
+
+
+#: The OA graph whose applicant's task runs task code (``@side_work``) when it is forwarded.
+_OA_WITH_TASK_CODE = """
+id: oa
+layout:
+  - {id: start, type: start, link: apply}
+  - {id: apply, meta: {actor: employee}, task: "@side_work", link: amount}
+  - {id: amount, type: exclusive, link: [{nextId: director, when: amount >= 5000}, manager]}
+  - {id: manager, meta: {actor: manager}, link: end}
+  - {id: director, meta: {actor: director}, link: end}
+  - {id: end, type: end}
+"""
+
+
+def _with_side_work(db: sa.Engine, side_work: Any) -> Any:
+    """The OA executor (index on) whose applicant's task runs ``side_work(executor, ctx)``."""
+    holder: list[Any] = []
+    container = MapContainer()
+    container.put_component("side_work", lambda c, node: side_work(holder[0], c))
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    engine.load(Graph.from_text(_OA_WITH_TASK_CODE))
+    holder.append(sql_workflow(db, engine, state_controller=ActorStateController(), index=True))
+    return holder[0]
+
+
+def _savepoint(ex: Any, c: Any) -> None:
+    with c.connection.begin_nested():  # the documented way to make task code's SQL recoverable
+        c.connection.execute(sa.text("SELECT 1"))
+
+
+def _status_of_another(ex: Any, c: Any) -> None:
+    ex.status("dc-other", connection=c.connection)
+
+
+def _claim_of_another(ex: Any, c: Any) -> None:
+    assert ex.claim_task("oa", ctx("dc-other", "employee", c.connection, amount=1)) is not None
+
+
+@pytest.mark.parametrize(
+    "side_work",
+    [_savepoint, _status_of_another, _claim_of_another],
+    ids=["savepoint", "status-of-another", "claim-of-another"],
+)
+def test_a_claim_sent_while_its_submit_runs_is_not_folded_into_the_submit_again(
+    db: sa.Engine, side_work: Any
+) -> None:
+    """The README pattern on a new instance, whose forwarded task's code makes the
+    connection send the claim's deferred write in the middle of the submit (a savepoint,
+    another instance's status or claim on ``ctx.connection``): the submit must then write
+    from the row as the claim left it. Folded in again, its todo rows were computed from
+    the index before the claim: the completed task stayed in the applicant's inbox, and a
+    later send-back to it hit the todo table's unique key."""
+    ex = _with_side_work(db, side_work)
+    with db.begin() as conn:
+        c = ctx("dc-new", "employee", conn, amount=1)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.FORWARD, c)
+    assert [t.instance_id for t in ex.inbox(ctx("any", "employee"))] == (
+        ["dc-other"] if side_work is _claim_of_another else []
+    )
+    assert [(t.node_id, t.state) for t in ex.open_tasks("dc-new")] == [
+        ("manager", TaskState.UNKNOWN)
+    ]
+    row = raw_row(db, "dc-new")
+    assert row is not None and row["graph"]["id"] == "oa"
+    assert count_rows(db, "bpm_flow_task", "dc-new") == 1
+    with db.begin() as conn:
+        c = ctx("dc-new", "manager", conn)
+        assert ex.submit_task_if_waiting(ex.claim_task("oa", c), TaskAction.BACK, c)
+    assert [(t.node_id, t.state) for t in ex.open_tasks("dc-new")] == [
+        ("apply", TaskState.UNKNOWN)
+    ]
+
+
+def test_a_claim_deferred_while_another_claim_runs_is_kept(db: sa.Engine) -> None:
+    """An interceptor of the claim of one instance claims another on the same connection:
+    both claims' writes are kept for the COMMIT (one is deferred per connection: the
+    other's is sent first). Replaced by the outer claim's, the inner claim was lost and
+    left its instance a row with no states."""
+    from flow.interceptor import FlowInterceptor
+
+    holder: list[Any] = []
+
+    class ClaimsAnother(FlowInterceptor):
+        def on_node_start(self, c: Any, node: Any) -> None:
+            if c.instance_id == "dc-outer" and node.id == "apply":
+                holder[0].claim_task("oa", ctx("dc-inner", "employee", c.connection, amount=1))
+
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_OA_WITH_TASK_CODE.replace(', task: "@side_work"', "")))
+    engine.add_interceptor(ClaimsAnother())
+    holder.append(sql_workflow(db, engine, state_controller=ActorStateController(), index=True))
+    ex = holder[0]
+    with db.begin() as conn:
+        assert ex.claim_task("oa", ctx("dc-outer", "employee", conn, amount=1)) is not None
+    for instance_id in ("dc-outer", "dc-inner"):
+        assert _states(db, instance_id) == {"oa:apply": TaskState.WAITING.value}
+    inbox = ex.inbox(ctx("any", "employee"))
+    assert sorted(t.instance_id for t in inbox) == ["dc-inner", "dc-outer"]
