@@ -18,10 +18,11 @@ from sqlalchemy.engine import Connection, Transaction
 from flow_sqla._dialect import transaction_still_open
 from flow_sqla._rows import StoredRow
 
-__all__ = ["HELD", "DeferredWrite", "HeldKey", "HeldRows"]
+__all__ = ["HELD", "DeferredWrite", "HeldKey", "HeldRows", "innermost_transaction"]
 
 
-def _innermost(conn: Connection) -> Transaction | None:
+def innermost_transaction(conn: Connection) -> Transaction | None:
+    """``conn``'s innermost transaction: its savepoint, else its root transaction."""
     return conn.get_nested_transaction() or conn.get_transaction()
 
 
@@ -113,7 +114,7 @@ class HeldRows:
     def put(
         self, conn: Connection, schema: str | None, key: HeldKey, owner: object, row: StoredRow
     ) -> None:
-        transaction = _innermost(conn)
+        transaction = innermost_transaction(conn)
         if transaction is None:
             return
         held = self._by_connection.get(conn)
@@ -152,7 +153,7 @@ class HeldRows:
         """Keep ``write`` for later on ``conn``, replacing the one it was folded from; false
         (nothing kept) when no row is held there in the innermost transaction."""
         held = self._by_connection.get(conn)
-        if held is None or held.held_in() is not _innermost(conn):
+        if held is None or held.held_in() is not innermost_transaction(conn):
             return False
         held.pending = write
         return True
@@ -246,7 +247,7 @@ def _still_current(held: _Held, conn: Connection) -> bool:
     transaction = held.held_in()
     return (
         transaction is not None
-        and transaction is _innermost(conn)
+        and transaction is innermost_transaction(conn)
         and transaction.is_active
         and transaction_still_open(conn)
     )

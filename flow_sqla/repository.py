@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping
+from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping, Transaction
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
@@ -45,7 +45,7 @@ from flow_sqla._dialect import (
     json_dumps,
 )
 from flow_sqla._engine import engine_for
-from flow_sqla._held import HELD, HeldKey
+from flow_sqla._held import HELD, HeldKey, innermost_transaction
 from flow_sqla._limits import (
     GraphChecks,
     check_id,
@@ -139,8 +139,10 @@ class _Operation:
     __slots__ = (
         "base",
         "bookkeeping",
+        "called_back",
         "cleared",
         "conn",
+        "ctx",
         "deferred",
         "final",
         "force_graph",
@@ -154,6 +156,20 @@ class _Operation:
         "pending",
         "replace_vars",
         "states",
+        "stored_vars",
+        "transaction",
+    )
+
+    #: What an operation called back on the same instance may change (:meth:`saved`).
+    _CHANGEABLE = (
+        "bookkeeping",
+        "called_back",
+        "cleared",
+        "force_graph",
+        "graph",
+        "keep_vars",
+        "new_index",
+        "replace_vars",
         "stored_vars",
     )
 
@@ -182,6 +198,26 @@ class _Operation:
         self.deferred: _RowWrite | None = None
         #: The statements held back to go out with the write (the history row's INSERT).
         self.held: HeldBack | None = None
+        #: The connection's innermost transaction when the operation began (a savepoint, if
+        #: it began in one).
+        self.transaction: Transaction | None = None
+        #: The context the operation runs for; a call back brings its own.
+        self.ctx: FlowContext | None = None
+        #: The variables of submits called back with contexts of their own, in call order
+        #: (each a new dict: :meth:`saved` keeps the one before a call back).
+        self.called_back: dict[str, Any] | None = None
+
+    def saved(self) -> tuple[dict[str, int], tuple[Any, ...]]:
+        """What a call back on this instance may change, to put back if it fails: it joined
+        this operation, and nothing of a failed call remains (as the in-memory repository's
+        journal undoes it)."""
+        return dict(self.states), tuple(getattr(self, name) for name in self._CHANGEABLE)
+
+    def restore(self, saved: tuple[dict[str, int], tuple[Any, ...]]) -> None:
+        states, values = saved
+        self.states = states
+        for name, value in zip(self._CHANGEABLE, values, strict=True):
+            setattr(self, name, value)
 
     def only_marks_waiting(self) -> bool:
         """Whether the operation is a claim: it changed states only to WAITING (or added
@@ -287,6 +323,18 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
+class _RowsInUse(threading.local):
+    """Every repository's operations running in the current thread, by instance row (table
+    name, instance id): a second repository's operation on a row the first one's operation
+    is changing would read the row as it was and write over it when the first one flushes."""
+
+    def __init__(self) -> None:
+        self.by_row: dict[HeldKey, SqlStateRepository] = {}
+
+
+_ROWS_IN_USE = _RowsInUse()
+
+
 class SqlStateRepository:
     """A :class:`~flow.workflow.StateRepository` with ``unit_of_work``, on SQLAlchemy Core.
 
@@ -370,10 +418,25 @@ class SqlStateRepository:
             yield from self._nested(ctx, outer, lock)
             return
         check_instance_id(ctx.instance_id)
+        self._check_row_not_in_use(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
             yield from self._joined(ctx, ctx.connection)
         else:
             yield from self._owned(ctx, lock)
+
+    def _check_row_not_in_use(self, instance_id: str) -> None:
+        """Refuse an operation on a row another repository's operation is changing in this
+        thread (task code or an interceptor calling another executor on the same tables):
+        it would read the row as it was, and the first operation's write, decided before,
+        would land over its own — a terminated task open again. Nothing is written."""
+        user = _ROWS_IN_USE.by_row.get(self._held_key(instance_id))
+        if user is not None and user is not self:
+            raise RepositoryError(
+                "An operation on this instance is already running in this thread through "
+                "another executor or repository on the same table (task code or an "
+                "interceptor calling it back): call back the executor whose operation runs",
+                instance_id=instance_id,
+            )
 
     def serializes(self, ctx: FlowContext) -> bool:
         """Whether :meth:`unit_of_work` alone serializes an operation on ``ctx`` against every
@@ -436,9 +499,21 @@ class SqlStateRepository:
             )
         if lock and not outer.locked:
             self._relock(ctx, outer)
+        if innermost_transaction(outer.conn) is not outer.transaction:
+            raise RepositoryError(
+                "An operation on this instance is already running in this thread outside the "
+                "savepoint this call back is in: rolling the savepoint back would undo the "
+                "call's history row but not its state changes — call the executor back "
+                "outside the savepoint",
+                instance_id=ctx.instance_id,
+            )
+        saved = outer.saved()
         ctx.connection = outer.conn
         try:
             yield
+        except BaseException:
+            outer.restore(saved)  # nothing of a failed call back remains
+            raise
         finally:
             ctx.connection = given
 
@@ -546,6 +621,10 @@ class SqlStateRepository:
     def _run(self, ctx: FlowContext, op: _Operation) -> Iterator[None]:
         ops = self._local.ops
         ops[op.instance_id] = op
+        op.transaction = innermost_transaction(op.conn)
+        op.ctx = ctx
+        row = self._held_key(op.instance_id)
+        _ROWS_IN_USE.by_row[row] = self
         try:
             with holding_back(op.conn, op.instance_id) as held:
                 op.held = held
@@ -554,6 +633,7 @@ class SqlStateRepository:
                 held.send(op.conn)  # what no write of the unit took along
         finally:
             ops.pop(op.instance_id, None)
+            _ROWS_IN_USE.by_row.pop(row, None)
 
     def _start(self, ctx: FlowContext, conn: Connection, lock: bool) -> _Operation:
         if self._cache is not None and not lock:
@@ -893,7 +973,10 @@ class SqlStateRepository:
             return base_vars, self._vars.encode(op.instance_id, ctx.data)
         if op.states == op.base.states and not op.keep_vars:
             return base_vars, base_vars
-        return base_vars, {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
+        new_vars = {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
+        if op.called_back is not None:  # the calls back came after the operation began
+            new_vars.update(self._vars.encode(op.instance_id, op.called_back))
+        return base_vars, new_vars
 
     def _creates_stateless_row(self, op: _Operation, with_index: bool) -> bool:
         """Whether, with the index on, the write would create an instance for its variables
@@ -1174,6 +1257,8 @@ class SqlStateRepository:
         op = self._local.ops.get(ctx.instance_id)
         if op is not None:
             op.keep_vars = True
+            if op.ctx is not None and ctx is not op.ctx:  # a submit called back by task code
+                op.called_back = {**(op.called_back or {}), **ctx.data}
 
     def index_write(
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False

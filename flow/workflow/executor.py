@@ -676,6 +676,10 @@ class WorkflowExecutor:
             # Nothing changed — also for an instance not indexed yet: a read does not index
             # it (its walk ran on the caller's variables, which a read does not store).
             return
+        if not _withdrawn(read) and _withdrawn(index.index_read(ctx)):
+            # Task code or an interceptor withdrew the instance during this operation (a call
+            # back joins it): the withdraw stands — its status stays until a RESTART.
+            return
         # A claim on the stored graph leaves its frontier as it was; anything else walks.
         fresh = None if vars_changed or not same_graph else claimed_only(read, states)
         if fresh is None:

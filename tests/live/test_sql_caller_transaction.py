@@ -23,7 +23,13 @@ from _support import (
 )
 
 from flow import FlowEngine, FlowError, Graph, MapContainer, SimpleFlowDriver
-from flow.workflow import ActorStateController, ConcurrentSubmitError, TaskAction, WorkflowExecutor
+from flow.workflow import (
+    ActorStateController,
+    ConcurrentSubmitError,
+    InstanceStatus,
+    TaskAction,
+    WorkflowExecutor,
+)
 from flow_sqla import (
     AutocommitError,
     FlowTables,
@@ -664,6 +670,107 @@ def test_task_code_calling_back_on_another_connection_is_refused(db: sa.Engine) 
             _forward_apply(ex, "cb-3")
     assert raised.value.instance_id == "cb-3"
     assert _history(db, "cb-3") == []
+
+
+def _notifying(db: sa.Engine, notify: Callable[[WorkflowExecutor, Any], None]) -> WorkflowExecutor:
+    """An executor whose automatic node ``notify`` runs ``notify(executor, context)``."""
+    container = MapContainer()
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    engine.load(Graph.from_text(CALL_BACK))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
+    container.put_component("notify", lambda context, node: notify(ex, context))
+    return ex
+
+
+def test_a_call_back_that_fails_leaves_nothing_of_its_own(db: sa.Engine) -> None:
+    """Task code catches the error of its call back (here the history refusing an assignee
+    longer than its column): the call joined the submit, and nothing of it may remain — its
+    TERMINATE was once written with the submit, without a history row."""
+    raised: list[BaseException] = []
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        bot = ctx(context.instance_id, "bot-" + "x" * 70, context.connection)
+        try:
+            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
+        except FlowError as exc:
+            raised.append(exc)
+
+    ex = _notifying(db, notify)
+    _forward_apply(ex, "cb-4")
+    assert [type(exc).__name__ for exc in raised] == ["UnstorableValueError"]
+    assert _history(db, "cb-4") == [("apply", None)]
+    assert [task.node_id for task in ex.open_tasks("cb-4")] == ["review"]
+    assert "cb:review" not in ex.state_repository.states("cb-4")  # type: ignore[attr-defined]
+
+
+def test_a_call_back_s_variables_are_stored_with_the_operation(db: sa.Engine) -> None:
+    """A submit called back with a context of its own acted: its variables are stored, as
+    they would be had it run right after (they once were left out: only the outer
+    operation's context was written) — and a failed call back's are not."""
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        failing = ctx(context.instance_id, "bot-" + "x" * 70, context.connection, lost="yes")
+        with contextlib.suppress(FlowError):
+            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, failing)
+        bot = ctx(context.instance_id, "bot", context.connection, decision="auto-ok")
+        ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
+
+    ex = _notifying(db, notify)
+    _forward_apply(ex, "cb-8")
+    row = raw_row(db, "cb-8")
+    assert row is not None
+    assert row["vars"].get("decision") == "auto-ok"
+    assert "lost" not in row["vars"]
+    assert _history(db, "cb-8") == [("review", "auto"), ("apply", None)]
+
+
+def test_a_call_back_inside_a_savepoint_of_task_code_is_refused(db: sa.Engine) -> None:
+    """Rolling the savepoint back would undo the call's history row but not its state
+    changes, which are the submit's: refused, and the submit fails with nothing written."""
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        with context.connection.begin_nested():
+            bot = ctx(context.instance_id, "bot", context.connection)
+            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
+
+    ex = _notifying(db, notify)
+    with pytest.raises(RepositoryError, match="outside the savepoint") as raised:
+        _forward_apply(ex, "cb-5")
+    assert raised.value.instance_id == "cb-5"
+    assert _history(db, "cb-5") == []
+    assert [task.node_id for task in ex.open_tasks("cb-5")] == ["apply"]
+
+
+def test_task_code_calling_another_executor_on_the_same_instance_is_refused(
+    db: sa.Engine,
+) -> None:
+    """A second executor on the same tables would read the row the running submit is
+    changing, and the submit's write would land over its own (its terminated task open
+    again, its history saying otherwise): refused, nothing written."""
+    admin = executor(db, index=True)
+    admin.engine.load(Graph.from_text(CALL_BACK))
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        bot = ctx(context.instance_id, "bot", context.connection)
+        admin.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
+
+    ex = _notifying(db, notify)
+    with pytest.raises(RepositoryError, match="another executor") as raised:
+        _forward_apply(ex, "cb-6")
+    assert raised.value.instance_id == "cb-6"
+    assert _history(db, "cb-6") == []
+    assert [task.node_id for task in ex.open_tasks("cb-6")] == ["apply"]
+
+
+def test_a_withdraw_that_task_code_calls_back_stands(db: sa.Engine) -> None:
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        assert ex.withdraw("cb", ctx(context.instance_id, "bot", context.connection))
+
+    ex = _notifying(db, notify)
+    _forward_apply(ex, "cb-7")
+    assert ex.status("cb-7") == InstanceStatus.WITHDRAWN
+    assert ex.open_tasks("cb-7") == []
+    assert ex.claim_task("cb", ctx("cb-7", "manager")) is None
 
 
 #: The lock wait a session of this test gives up after (seconds), on the servers.

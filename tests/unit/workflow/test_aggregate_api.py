@@ -19,7 +19,7 @@ from aggregate_walk import (
 )
 from wf_support import PARALLEL_ACTORS, ListRecorder, load
 
-from flow import FlowContext, FlowEngine, Graph, SimpleFlowDriver
+from flow import FlowContext, FlowEngine, Graph, MapContainer, SimpleFlowDriver
 from flow.errors import GraphNotFoundError, NodeNotFoundError
 from flow.graph import Node
 from flow.workflow import (
@@ -214,6 +214,41 @@ def test_a_withdrawn_instance_refuses_submits_until_restart(ex: WorkflowExecutor
     ex.submit_task_at("excl", "apply", TaskAction.RESTART, ctx)
     assert ex.status("i-1") == InstanceStatus.RUNNING
     assert [t.node_id for t in ex.inbox(ctx)] == ["apply"]
+
+
+_WITHDRAWS_ON_APPLY = """
+id: wd
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: employee}, task: '@budget', link: review}
+  - {id: review, meta: {actor: manager}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_withdraw_that_task_code_calls_back_during_a_submit_stands() -> None:
+    """The applicant's task code (a budget check) withdraws its instance: the call joins the
+    submit under way, and the submit must not compute the status again over it — it once
+    left the instance RUNNING, its next task open, after the withdraw had returned True."""
+    container = MapContainer()
+    engine = FlowEngine(SimpleFlowDriver(container=container))
+    engine.load(Graph.from_text(_WITHDRAWS_ON_APPLY))
+    wf = WorkflowExecutor(engine, ActorStateController())
+    withdrawn: list[bool] = []
+
+    def budget(c: FlowContext, node: Node) -> None:
+        withdrawn.append(wf.withdraw("wd", FlowContext.of(c.instance_id, {"actor": "budget"})))
+
+    container.put_component("budget", budget)
+    ctx = FlowContext.of("w-1", {"actor": "employee"})
+    assert wf.submit_task_if_waiting(wf.claim_task("wd", ctx), TaskAction.FORWARD, ctx)
+    assert withdrawn == [True]
+    assert wf.status("w-1") == InstanceStatus.WITHDRAWN
+    assert wf.open_tasks("w-1") == []
+    manager = FlowContext.of("w-1", {"actor": "manager"})
+    assert wf.claim_task("wd", manager) is None
+    with pytest.raises(InstanceClosedError):
+        wf.submit_task_at("wd", "review", TaskAction.FORWARD, manager)
 
 
 def test_withdraw_of_an_unknown_or_closed_instance_is_false_and_writes_nothing(
