@@ -10,7 +10,10 @@ trip is saved. Nothing reads an INSERT's result, so nothing waits for it.
 A statement is held back only for the unit of work of its own instance, open on the same
 connection and still in the same savepoint; the unit sends what it holds with its write, or
 alone when it writes nothing, before it ends. A unit that fails sends nothing it held: the
-operation is not done, so neither is its history row.
+operation is not done, so neither is its history row. While task code calls the executor back
+on the unit's instance, its statements are held back on every connection (sent one by one
+later where they cannot go together): a call back that fails drops what it held
+(:meth:`HeldBack.mark`, :meth:`HeldBack.drop_after`), as nothing of it may remain.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ Statement = tuple[PreparedStatement, Mapping[str, Any]]
 class HeldBack:
     """The statements one unit of work holds back: its instance's, sent with its write."""
 
-    __slots__ = ("instance_id", "savepoint", "statements")
+    __slots__ = ("calls_back", "instance_id", "savepoint", "statements")
 
     def __init__(self, instance_id: str, savepoint: NestedTransaction | None) -> None:
         self.instance_id = instance_id
@@ -40,6 +43,17 @@ class HeldBack:
         #: once (held, it would outlive that savepoint's rollback).
         self.savepoint = savepoint
         self.statements: list[Statement] = []
+        #: How many calls back on the unit's instance are running (task code calling the
+        #: executor back): their statements are held on every connection.
+        self.calls_back = 0
+
+    def mark(self) -> int:
+        """Where a call back starts: what it holds from here on is its own."""
+        return len(self.statements)
+
+    def drop_after(self, mark: int) -> None:
+        """Drop what was held since ``mark``: the call back that held it failed."""
+        del self.statements[mark:]
 
     def take(self) -> list[Statement]:
         """The statements held so far, which the caller now sends (no longer held)."""
@@ -98,7 +112,8 @@ def hold_back(conn: Connection, instance_id: str, statement: Statement) -> bool:
     held = units[-1]
     if held.instance_id != instance_id or conn.get_nested_transaction() is not held.savepoint:
         return False
-    if not together_open(conn):
+    # Behind statements a call back held, a statement waits too: they go out in order.
+    if not (held.calls_back or held.statements) and not together_open(conn):
         return False
     held.statements.append(statement)
     return True

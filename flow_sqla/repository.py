@@ -203,9 +203,10 @@ class _Operation:
         self.transaction: Transaction | None = None
         #: The context the operation runs for; a call back brings its own.
         self.ctx: FlowContext | None = None
-        #: The variables of submits called back with contexts of their own, in call order
-        #: (each a new dict: :meth:`saved` keeps the one before a call back).
-        self.called_back: dict[str, Any] | None = None
+        #: The variables submits called back with contexts of their own gave other values,
+        #: each with the operation's own value then (a new dict at each call back:
+        #: :meth:`saved` keeps the one before it).
+        self.called_back: dict[str, tuple[Any, Any]] | None = None
 
     def saved(self) -> tuple[dict[str, int], tuple[Any, ...]]:
         """What a call back on this instance may change, to put back if it fails: it joined
@@ -316,6 +317,10 @@ class _DeferredClaim:
         self.sent = True
 
 
+#: A variable the running operation's context does not hold.
+_ABSENT: Any = object()
+
+
 class _ThreadOperations(threading.local):
     """The operations of one repository running in the current thread, by instance id."""
 
@@ -323,13 +328,20 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
+#: An instance row as :class:`_RowsInUse` names it: the database (its URL, password left
+#: out), the table's full name and the instance id.
+RowKey = tuple[str, str, str]
+
+
 class _RowsInUse(threading.local):
-    """Every repository's operations running in the current thread, by instance row (table
-    name, instance id): a second repository's operation on a row the first one's operation
-    is changing would read the row as it was and write over it when the first one flushes."""
+    """Every repository's operations running in the current thread, by instance row: a second
+    repository's operation on a row the first one's operation is changing would read the row
+    as it was and write over it when the first one flushes. Rows of another database or
+    another table (a schema named in ``FlowTables``) are other rows; a ``schema_translate_map``
+    is not looked at (two tenants' rows of one id in one thread are refused, never merged)."""
 
     def __init__(self) -> None:
-        self.by_row: dict[HeldKey, SqlStateRepository] = {}
+        self.by_row: dict[RowKey, SqlStateRepository] = {}
 
 
 _ROWS_IN_USE = _RowsInUse()
@@ -390,6 +402,11 @@ class SqlStateRepository:
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
         )
         self._local = _ThreadOperations()
+        #: The database and table of the rows (see :class:`_RowsInUse`).
+        self._row_scope = (
+            self.engine.url.render_as_string(hide_password=True),
+            self.tables.repository.fullname,
+        )
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool, bool], Executable] = {}
@@ -429,7 +446,7 @@ class SqlStateRepository:
         thread (task code or an interceptor calling another executor on the same tables):
         it would read the row as it was, and the first operation's write, decided before,
         would land over its own — a terminated task open again. Nothing is written."""
-        user = _ROWS_IN_USE.by_row.get(self._held_key(instance_id))
+        user = _ROWS_IN_USE.by_row.get((*self._row_scope, instance_id))
         if user is not None and user is not self:
             raise RepositoryError(
                 "An operation on this instance is already running in this thread through "
@@ -507,15 +524,25 @@ class SqlStateRepository:
                 "outside the savepoint",
                 instance_id=ctx.instance_id,
             )
-        saved = outer.saved()
+        saved, held = outer.saved(), outer.held
+        mark = 0
+        if held is not None:
+            mark = held.mark()
+            held.calls_back += 1
         ctx.connection = outer.conn
         try:
             yield
         except BaseException:
-            outer.restore(saved)  # nothing of a failed call back remains
+            # Nothing of a failed call back remains: neither its state changes nor the
+            # history rows it (or a call back inside it) held back.
+            outer.restore(saved)
+            if held is not None:
+                held.drop_after(mark)
             raise
         finally:
             ctx.connection = given
+            if held is not None:
+                held.calls_back -= 1
 
     def _joined(self, ctx: FlowContext, conn: Connection) -> Iterator[None]:
         instance_id = ctx.instance_id
@@ -623,7 +650,7 @@ class SqlStateRepository:
         ops[op.instance_id] = op
         op.transaction = innermost_transaction(op.conn)
         op.ctx = ctx
-        row = self._held_key(op.instance_id)
+        row = (*self._row_scope, op.instance_id)
         _ROWS_IN_USE.by_row[row] = self
         try:
             with holding_back(op.conn, op.instance_id) as held:
@@ -974,8 +1001,15 @@ class SqlStateRepository:
         if op.states == op.base.states and not op.keep_vars:
             return base_vars, base_vars
         new_vars = {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
-        if op.called_back is not None:  # the calls back came after the operation began
-            new_vars.update(self._vars.encode(op.instance_id, op.called_back))
+        if op.called_back is not None:
+            # A call back's value, unless the operation's context changed it again since.
+            data = ctx.data
+            later = {
+                key: value
+                for key, (value, then) in op.called_back.items()
+                if data.get(key, _ABSENT) is then
+            }
+            new_vars.update(self._vars.encode(op.instance_id, later))
         return base_vars, new_vars
 
     def _creates_stateless_row(self, op: _Operation, with_index: bool) -> bool:
@@ -1258,7 +1292,18 @@ class SqlStateRepository:
         if op is not None:
             op.keep_vars = True
             if op.ctx is not None and ctx is not op.ctx:  # a submit called back by task code
-                op.called_back = {**(op.called_back or {}), **ctx.data}
+                op.called_back = {**(op.called_back or {}), **self._called_back(ctx, op.ctx)}
+
+    def _called_back(self, ctx: FlowContext, outer: FlowContext) -> dict[str, tuple[Any, Any]]:
+        """The variables a called-back submit's context gives another value than the running
+        operation's context holds now: each with that value of the operation's (``_ABSENT``
+        when it holds none), so that a change the operation makes later wins at the flush."""
+        excluded, mine = self._vars.excluded, outer.data
+        return {
+            key: (value, mine.get(key, _ABSENT))
+            for key, value in ctx.data.items()
+            if key not in excluded and mine.get(key, _ABSENT) is not value
+        }
 
     def index_write(
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False

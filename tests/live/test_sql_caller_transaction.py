@@ -22,7 +22,7 @@ from _support import (
     raw_row,
 )
 
-from flow import FlowEngine, FlowError, Graph, MapContainer, SimpleFlowDriver
+from flow import FlowContext, FlowEngine, FlowError, Graph, MapContainer, SimpleFlowDriver
 from flow.workflow import (
     ActorStateController,
     ConcurrentSubmitError,
@@ -672,13 +672,20 @@ def test_task_code_calling_back_on_another_connection_is_refused(db: sa.Engine) 
     assert _history(db, "cb-3") == []
 
 
-def _notifying(db: sa.Engine, notify: Callable[[WorkflowExecutor, Any], None]) -> WorkflowExecutor:
-    """An executor whose automatic node ``notify`` runs ``notify(executor, context)``."""
+Component = Callable[[WorkflowExecutor, Any], None]
+
+
+def _notifying(
+    db: sa.Engine, notify: Component, graph: str = CALL_BACK, **more: Component
+) -> WorkflowExecutor:
+    """An executor whose automatic node ``notify`` runs ``notify(executor, context)`` (and each
+    task ``@name`` of ``graph`` its component of ``more``)."""
     container = MapContainer()
     engine = FlowEngine(SimpleFlowDriver(container=container))
-    engine.load(Graph.from_text(CALL_BACK))
+    engine.load(Graph.from_text(graph))
     ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
-    container.put_component("notify", lambda context, node: notify(ex, context))
+    for name, component in {"notify": notify, **more}.items():
+        container.put_component(name, lambda context, node, run=component: run(ex, context))
     return ex
 
 
@@ -701,6 +708,74 @@ def test_a_call_back_that_fails_leaves_nothing_of_its_own(db: sa.Engine) -> None
     assert _history(db, "cb-4") == [("apply", None)]
     assert [task.node_id for task in ex.open_tasks("cb-4")] == ["review"]
     assert "cb:review" not in ex.state_repository.states("cb-4")  # type: ignore[attr-defined]
+
+
+def test_a_failed_call_back_leaves_no_history_row_of_a_call_back_inside_it(
+    db: sa.Engine,
+) -> None:
+    """The bot's FORWARD of the review is called back and fails: the review's own task code
+    called back a TERMINATE (its history row held back, or sent at once where statements are
+    not sent together), then raised. That row describes a step that was undone: it must go
+    with the failed call back."""
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        bot = ctx(context.instance_id, "bot", context.connection)
+        with contextlib.suppress(FlowError):
+            ex.submit_task_at("cb", "review", TaskAction.FORWARD, bot, message="bot-review")
+
+    def audit(ex: WorkflowExecutor, context: Any) -> None:
+        auditor = ctx(context.instance_id, "auditor", context.connection)
+        ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
+        raise RuntimeError("audit service down")
+
+    audited = CALL_BACK.replace("{id: review, meta: {actor: manager}, link: e}",
+                                "{id: review, meta: {actor: manager}, task: '@audit', link: e}")
+    ex = _notifying(db, notify, audited, audit=audit)
+    _forward_apply(ex, "cb-9")
+    assert _history(db, "cb-9") == [("apply", None)]
+    assert [task.node_id for task in ex.open_tasks("cb-9")] == ["review"]
+
+
+def test_task_code_calling_an_executor_of_another_database_on_the_same_id_works(
+    db: sa.Engine, tmp_path: Any
+) -> None:
+    """Mirroring a step to an archive database: the row there is another row, never refused
+    as one the running operation is changing."""
+    archive_db = migrate(sa.create_engine(f"sqlite:///{tmp_path / 'archive.db'}"))
+    try:
+        archive = _notifying(archive_db, lambda ex, context: None)
+        ex = _notifying(db, lambda ex, context: _forward_apply(archive, context.instance_id))
+        _forward_apply(ex, "cb-10")
+        assert [task.node_id for task in archive.open_tasks("cb-10")] == ["review"]
+        assert [task.node_id for task in ex.open_tasks("cb-10")] == ["review"]
+    finally:
+        archive_db.dispose()
+
+
+def test_a_value_the_operation_sets_after_a_call_back_wins_over_the_call_back_s(
+    db: sa.Engine,
+) -> None:
+    """The call back's context is a copy of the operation's (``total`` 0); a later automatic
+    node sets ``total`` to 42 and the walk routes on it: the row stores 42, not the copy's
+    older value — and the call back's own new variable too."""
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        data = {**context.data, "actor": "bot", "decision": "auto-ok"}
+        bot = FlowContext.of(context.instance_id, data, connection=context.connection)
+        ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="bot")
+
+    def calc(ex: WorkflowExecutor, context: Any) -> None:
+        context.put("total", 42)
+
+    computed = CALL_BACK.replace("{id: notify, task: '@notify', link: review}",
+                                 "{id: notify, task: '@notify', link: calc}\n"
+                                 "  - {id: calc, task: '@calc', link: review}")
+    ex = _notifying(db, notify, computed, calc=calc)
+    c = ctx("cb-11", "employee", total=0)
+    ex.submit_task(ex.claim_task("cb", c), TaskAction.FORWARD, c)  # type: ignore[arg-type]
+    row = raw_row(db, "cb-11")
+    assert row is not None
+    assert (row["vars"]["total"], row["vars"]["decision"]) == (42, "auto-ok")
 
 
 def test_a_call_back_s_variables_are_stored_with_the_operation(db: sa.Engine) -> None:
