@@ -11,9 +11,11 @@ A statement is held back only for the unit of work of its own instance, open on 
 connection and still in the same savepoint; the unit sends what it holds with its write, or
 alone when it writes nothing, before it ends. A unit that fails sends nothing it held: the
 operation is not done, so neither is its history row. While task code calls the executor back
-on the unit's instance, its statements are held back on every connection (sent one by one
-later where they cannot go together): a call back that fails drops what it held
-(:meth:`HeldBack.mark`, :meth:`HeldBack.drop_after`), as nothing of it may remain.
+on the unit's instance, its statements are held back on every connection — also when the
+task code runs an operation on another instance in between — and sent when the outermost call
+back ends (:meth:`HeldBack.since`): a call back that fails drops what it held
+(:meth:`HeldBack.drop_after`), as nothing of it may remain, and one whose statement fails
+raises the error itself, for the task code to catch.
 """
 
 from __future__ import annotations
@@ -50,6 +52,12 @@ class HeldBack:
     def mark(self) -> int:
         """Where a call back starts: what it holds from here on is its own."""
         return len(self.statements)
+
+    def since(self, mark: int) -> list[Statement]:
+        """What was held since ``mark``, which the caller now sends (no longer held)."""
+        taken = self.statements[mark:]
+        del self.statements[mark:]
+        return taken
 
     def drop_after(self, mark: int) -> None:
         """Drop what was held since ``mark``: the call back that held it failed."""
@@ -110,10 +118,15 @@ def hold_back(conn: Connection, instance_id: str, statement: Statement) -> bool:
     if not units:
         return False
     held = units[-1]
-    if held.instance_id != instance_id or conn.get_nested_transaction() is not held.savepoint:
+    if held.instance_id != instance_id:
+        # A call back on an instance whose unit is further out (its task code runs an
+        # operation on another instance, whose task code calls it back).
+        held = next((u for u in reversed(units) if u.instance_id == instance_id), held)
+        if held.instance_id != instance_id or not held.calls_back:
+            return False
+    if conn.get_nested_transaction() is not held.savepoint:
         return False
-    # Behind statements a call back held, a statement waits too: they go out in order.
-    if not (held.calls_back or held.statements) and not together_open(conn):
+    if not held.calls_back and not together_open(conn):
         return False
     held.statements.append(statement)
     return True

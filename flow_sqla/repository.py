@@ -7,6 +7,7 @@ buffered and written with one upsert at its end. See ``docs/persistence.md``.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -321,6 +322,30 @@ class _DeferredClaim:
 _ABSENT: Any = object()
 
 
+def _same_value(one: Any, other: Any) -> bool:
+    """``one == other`` for two variable values (``_ABSENT`` equals only itself); a value
+    whose comparison fails or is not a plain bool counts as different."""
+    if one is other:
+        return True
+    if one is _ABSENT or other is _ABSENT:
+        return False
+    try:
+        return (one == other) is True
+    except Exception:
+        return False
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a variable value (to compare with what the context holds later, also
+    after a change in place); the value itself when it cannot be copied."""
+    if value is _ABSENT or isinstance(value, str | int | float | bool | type(None)):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return value
+
+
 class _ThreadOperations(threading.local):
     """The operations of one repository running in the current thread, by instance id."""
 
@@ -328,17 +353,18 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
-#: An instance row as :class:`_RowsInUse` names it: the database (its URL, password left
-#: out), the table's full name and the instance id.
-RowKey = tuple[str, str, str]
+#: An instance row as :class:`_RowsInUse` names it: the connection an operation runs on, the
+#: table's full name and the instance id.
+RowKey = tuple[Connection, str, str]
 
 
 class _RowsInUse(threading.local):
-    """Every repository's operations running in the current thread, by instance row: a second
-    repository's operation on a row the first one's operation is changing would read the row
-    as it was and write over it when the first one flushes. Rows of another database or
-    another table (a schema named in ``FlowTables``) are other rows; a ``schema_translate_map``
-    is not looked at (two tenants' rows of one id in one thread are refused, never merged)."""
+    """Every repository's operations running in the current thread, by connection and
+    instance row: a second repository's operation joining that connection on a row the first
+    one's operation is changing would read the row as it was and write over it when the first
+    one flushes. On its own connection it waits for the row lock instead (a lock wait, then
+    :class:`ConcurrentSubmitError`); rows of another table (a schema named in ``FlowTables``)
+    are other rows, whatever the URL that reached them."""
 
     def __init__(self) -> None:
         self.by_row: dict[RowKey, SqlStateRepository] = {}
@@ -402,11 +428,7 @@ class SqlStateRepository:
             BoundedMap(PROCESS_CACHE_CAPACITY) if cache == "process" else None
         )
         self._local = _ThreadOperations()
-        #: The database and table of the rows (see :class:`_RowsInUse`).
-        self._row_scope = (
-            self.engine.url.render_as_string(hide_password=True),
-            self.tables.repository.fullname,
-        )
+        self._table_name = self.tables.repository.fullname  # see _RowsInUse
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool, bool], Executable] = {}
@@ -435,18 +457,18 @@ class SqlStateRepository:
             yield from self._nested(ctx, outer, lock)
             return
         check_instance_id(ctx.instance_id)
-        self._check_row_not_in_use(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
+            self._check_row_not_in_use(ctx.connection, ctx.instance_id)
             yield from self._joined(ctx, ctx.connection)
         else:
             yield from self._owned(ctx, lock)
 
-    def _check_row_not_in_use(self, instance_id: str) -> None:
+    def _check_row_not_in_use(self, conn: Connection, instance_id: str) -> None:
         """Refuse an operation on a row another repository's operation is changing in this
         thread (task code or an interceptor calling another executor on the same tables):
         it would read the row as it was, and the first operation's write, decided before,
         would land over its own — a terminated task open again. Nothing is written."""
-        user = _ROWS_IN_USE.by_row.get((*self._row_scope, instance_id))
+        user = _ROWS_IN_USE.by_row.get((conn, self._table_name, instance_id))
         if user is not None and user is not self:
             raise RepositoryError(
                 "An operation on this instance is already running in this thread through "
@@ -532,6 +554,11 @@ class SqlStateRepository:
         ctx.connection = outer.conn
         try:
             yield
+            if held is not None and held.calls_back == 1:
+                # The outermost call back ends: its history rows go out now, so that one the
+                # server refuses fails the call back, which its task code may catch.
+                with self._translating(ctx.instance_id):
+                    send_now(outer.conn, held.since(mark))
         except BaseException:
             # Nothing of a failed call back remains: neither its state changes nor the
             # history rows it (or a call back inside it) held back.
@@ -650,7 +677,7 @@ class SqlStateRepository:
         ops[op.instance_id] = op
         op.transaction = innermost_transaction(op.conn)
         op.ctx = ctx
-        row = (*self._row_scope, op.instance_id)
+        row = (op.conn, self._table_name, op.instance_id)
         _ROWS_IN_USE.by_row[row] = self
         try:
             with holding_back(op.conn, op.instance_id) as held:
@@ -1007,7 +1034,7 @@ class SqlStateRepository:
             later = {
                 key: value
                 for key, (value, then) in op.called_back.items()
-                if data.get(key, _ABSENT) is then
+                if _same_value(data.get(key, _ABSENT), then)
             }
             new_vars.update(self._vars.encode(op.instance_id, later))
         return base_vars, new_vars
@@ -1296,13 +1323,14 @@ class SqlStateRepository:
 
     def _called_back(self, ctx: FlowContext, outer: FlowContext) -> dict[str, tuple[Any, Any]]:
         """The variables a called-back submit's context gives another value than the running
-        operation's context holds now: each with that value of the operation's (``_ABSENT``
-        when it holds none), so that a change the operation makes later wins at the flush."""
+        operation's context holds now: each with a copy of that value of the operation's
+        (``_ABSENT`` when it holds none), so that a change the operation makes later — a
+        value put or changed in place, compared by ``==`` — wins at the flush."""
         excluded, mine = self._vars.excluded, outer.data
         return {
-            key: (value, mine.get(key, _ABSENT))
+            key: (value, _copied(mine.get(key, _ABSENT)))
             for key, value in ctx.data.items()
-            if key not in excluded and mine.get(key, _ABSENT) is not value
+            if key not in excluded and not _same_value(mine.get(key, _ABSENT), value)
         }
 
     def index_write(

@@ -728,8 +728,10 @@ def test_a_failed_call_back_leaves_no_history_row_of_a_call_back_inside_it(
         ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
         raise RuntimeError("audit service down")
 
-    audited = CALL_BACK.replace("{id: review, meta: {actor: manager}, link: e}",
-                                "{id: review, meta: {actor: manager}, task: '@audit', link: e}")
+    audited = CALL_BACK.replace(
+        "{id: review, meta: {actor: manager}, link: e}",
+        "{id: review, meta: {actor: manager}, task: '@audit', link: e}",
+    )
     ex = _notifying(db, notify, audited, audit=audit)
     _forward_apply(ex, "cb-9")
     assert _history(db, "cb-9") == [("apply", None)]
@@ -760,22 +762,145 @@ def test_a_value_the_operation_sets_after_a_call_back_wins_over_the_call_back_s(
     older value — and the call back's own new variable too."""
 
     def notify(ex: WorkflowExecutor, context: Any) -> None:
-        data = {**context.data, "actor": "bot", "decision": "auto-ok"}
+        data = {**context.data, "actor": "bot", "decision": "auto-ok", "items": ["bot"]}
         bot = FlowContext.of(context.instance_id, data, connection=context.connection)
         ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="bot")
 
     def calc(ex: WorkflowExecutor, context: Any) -> None:
         context.put("total", 42)
+        context.get("items").append("late")  # changed in place, after the call back
 
-    computed = CALL_BACK.replace("{id: notify, task: '@notify', link: review}",
-                                 "{id: notify, task: '@notify', link: calc}\n"
-                                 "  - {id: calc, task: '@calc', link: review}")
+    computed = CALL_BACK.replace(
+        "{id: notify, task: '@notify', link: review}",
+        "{id: notify, task: '@notify', link: calc}\n  - {id: calc, task: '@calc', link: review}",
+    )
     ex = _notifying(db, notify, computed, calc=calc)
-    c = ctx("cb-11", "employee", total=0)
+    c = ctx("cb-11", "employee", total=0, items=["first"])
     ex.submit_task(ex.claim_task("cb", c), TaskAction.FORWARD, c)  # type: ignore[arg-type]
     row = raw_row(db, "cb-11")
     assert row is not None
-    assert (row["vars"]["total"], row["vars"]["decision"]) == (42, "auto-ok")
+    stored = row["vars"]
+    assert (stored["total"], stored["decision"], stored["items"]) == (
+        42,
+        "auto-ok",
+        ["first", "late"],
+    )
+
+
+def test_call_backs_made_from_an_operation_on_another_instance_keep_their_order(
+    db: sa.Engine,
+) -> None:
+    """X's task code calls X back (row ``cb1``), then runs an operation on Y whose task code
+    calls X back again (``cb2``), or makes a call back on X that fails after a call back
+    inside it wrote a row (``audit-mark``): X's history keeps the order of its steps, and
+    holds nothing of the failed one — also though Y's unit is the innermost."""
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        conn = context.connection
+        if context.instance_id in ("x-1", "x-2"):
+            ex.submit_task_at(
+                "cb",
+                "review",
+                TaskAction.BACK,
+                ctx(context.instance_id, "bot", conn),
+                message="cb1",
+            )
+            y = ctx(context.instance_id.replace("x", "y"), "employee", conn)
+            ex.submit_task(ex.claim_task("cb", y), TaskAction.FORWARD, y)  # type: ignore[arg-type]
+        elif context.instance_id == "y-1":
+            ex.submit_task_at(
+                "cb", "review", TaskAction.BACK, ctx("x-1", "bot", conn), message="cb2"
+            )
+        else:
+            with contextlib.suppress(FlowError):
+                bot = ctx("x-2", "bot", conn)
+                ex.submit_task_at("cb", "review", TaskAction.FORWARD, bot, message="bot-review")
+
+    def audit(ex: WorkflowExecutor, context: Any) -> None:
+        if context.instance_id == "x-2":
+            auditor = ctx("x-2", "auditor", context.connection)
+            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
+            raise RuntimeError("audit service down")
+
+    audited = CALL_BACK.replace(
+        "{id: review, meta: {actor: manager}, link: e}",
+        "{id: review, meta: {actor: manager}, task: '@audit', link: e}",
+    )
+    ex = _notifying(db, notify, audited, audit=audit)
+    _forward_apply(ex, "x-1")
+    _forward_apply(ex, "x-2")
+    assert [message for _, message in _history(db, "x-1")] == ["cb1", "cb2", None]
+    assert [message for _, message in _history(db, "x-2")] == ["cb1", None]
+
+
+#: A trigger refusing the history row whose message is 'refused' (not on PostgreSQL, where
+#: any failed statement aborts the caller's whole transaction).
+_REFUSING_TRIGGER = {
+    "sqlite": "CREATE TRIGGER no_refused BEFORE INSERT ON bpm_flow_task "
+    "WHEN NEW.message = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    "mysql": "CREATE TRIGGER no_refused BEFORE INSERT ON bpm_flow_task FOR EACH ROW "
+    "BEGIN IF NEW.message = 'refused' THEN SIGNAL SQLSTATE '45000' "
+    "SET MESSAGE_TEXT = 'refused'; END IF; END",
+}
+
+
+def test_a_call_back_whose_history_row_the_server_refuses_fails_itself(db: sa.Engine) -> None:
+    """The call back's row is held back (so that a failure after it could drop it) and sent
+    when the call back ends: the server's refusal is the call back's error, a typed one its
+    task code catches, and the operation goes on."""
+    backend = "mysql" if db.dialect.name == "mariadb" else db.dialect.name
+    if backend not in _REFUSING_TRIGGER:
+        pytest.skip("PostgreSQL aborts the whole transaction on any failed statement")
+    with db.begin() as conn:
+        conn.exec_driver_sql(_REFUSING_TRIGGER[backend])
+    caught: list[FlowError] = []
+
+    def notify(ex: WorkflowExecutor, context: Any) -> None:
+        bot = ctx(context.instance_id, "bot", context.connection)
+        try:
+            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="refused")
+        except FlowError as exc:
+            caught.append(exc)
+
+    ex = _notifying(db, notify)
+    _forward_apply(ex, "cb-12")
+    assert [(type(exc).__name__, exc.instance_id) for exc in caught] == [  # type: ignore[attr-defined]
+        ("RepositoryError", "cb-12")
+    ]
+    assert _history(db, "cb-12") == [("apply", None)]
+    assert [task.node_id for task in ex.open_tasks("cb-12")] == ["review"]
+
+
+def _respelled(url: sa.URL) -> sa.URL:
+    """The same database under another URL text."""
+    if url.get_backend_name() == "sqlite":
+        return url.set(database=str(url.database).replace("/", "/./", 1))
+    if url.get_backend_name() == "postgresql":
+        return url.update_query_dict({"application_name": "respelled"})
+    return url.update_query_dict({"charset": "utf8mb4"})
+
+
+def test_another_executor_on_the_same_database_under_another_url_is_refused_too(
+    db: sa.Engine,
+) -> None:
+    """What makes the row the same is the connection the call joins, not the URL text."""
+    other = sa.create_engine(_respelled(db.url))
+    try:
+        admin = sql_workflow(
+            other, FlowEngine(), state_controller=ActorStateController(), index=True
+        )
+        admin.engine.load(Graph.from_text(CALL_BACK))
+
+        def notify(ex: WorkflowExecutor, context: Any) -> None:
+            bot = ctx(context.instance_id, "bot", context.connection)
+            admin.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
+
+        ex = _notifying(db, notify)
+        with pytest.raises(RepositoryError, match="another executor"):
+            _forward_apply(ex, "cb-13")
+        assert _history(db, "cb-13") == []
+    finally:
+        other.dispose()
 
 
 def test_a_call_back_s_variables_are_stored_with_the_operation(db: sa.Engine) -> None:
