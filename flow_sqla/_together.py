@@ -12,10 +12,10 @@ connection and still in the same savepoint; the unit sends what it holds with it
 alone when it writes nothing, before it ends. A unit that fails sends nothing it held: the
 operation is not done, so neither is its history row. While task code calls the executor back
 on the unit's instance, its statements are held back on every connection — also when the
-task code runs an operation on another instance in between — and sent when the outermost call
-back ends (:meth:`HeldBack.since`): a call back that fails drops what it held
-(:meth:`HeldBack.drop_after`), as nothing of it may remain, and one whose statement fails
-raises the error itself, for the task code to catch.
+task code runs an operation on another instance in between — and the unit's statements after
+them too, to keep their order; they go out with the unit's write. A call back that fails drops
+what it held (:meth:`HeldBack.drop_after`), as nothing of it may remain; a held statement the
+server refuses fails the whole unit (typed, nothing of it kept).
 """
 
 from __future__ import annotations
@@ -52,12 +52,6 @@ class HeldBack:
     def mark(self) -> int:
         """Where a call back starts: what it holds from here on is its own."""
         return len(self.statements)
-
-    def since(self, mark: int) -> list[Statement]:
-        """What was held since ``mark``, which the caller now sends (no longer held)."""
-        taken = self.statements[mark:]
-        del self.statements[mark:]
-        return taken
 
     def drop_after(self, mark: int) -> None:
         """Drop what was held since ``mark``: the call back that held it failed."""
@@ -126,7 +120,8 @@ def hold_back(conn: Connection, instance_id: str, statement: Statement) -> bool:
             return False
     if conn.get_nested_transaction() is not held.savepoint:
         return False
-    if not held.calls_back and not together_open(conn):
+    # Behind statements a call back held, a statement waits too: they go out in order.
+    if not (held.calls_back or held.statements) and not together_open(conn):
         return False
     held.statements.append(statement)
     return True

@@ -7,7 +7,6 @@ buffered and written with one upsert at its end. See ``docs/persistence.md``.
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -140,10 +139,8 @@ class _Operation:
     __slots__ = (
         "base",
         "bookkeeping",
-        "called_back",
         "cleared",
         "conn",
-        "ctx",
         "deferred",
         "final",
         "force_graph",
@@ -164,7 +161,6 @@ class _Operation:
     #: What an operation called back on the same instance may change (:meth:`saved`).
     _CHANGEABLE = (
         "bookkeeping",
-        "called_back",
         "cleared",
         "force_graph",
         "graph",
@@ -202,12 +198,6 @@ class _Operation:
         #: The connection's innermost transaction when the operation began (a savepoint, if
         #: it began in one).
         self.transaction: Transaction | None = None
-        #: The context the operation runs for; a call back brings its own.
-        self.ctx: FlowContext | None = None
-        #: The variables submits called back with contexts of their own gave other values,
-        #: each with the operation's own value then (a new dict at each call back:
-        #: :meth:`saved` keeps the one before it).
-        self.called_back: dict[str, tuple[Any, Any]] | None = None
 
     def saved(self) -> tuple[dict[str, int], tuple[Any, ...]]:
         """What a call back on this instance may change, to put back if it fails: it joined
@@ -318,34 +308,6 @@ class _DeferredClaim:
         self.sent = True
 
 
-#: A variable the running operation's context does not hold.
-_ABSENT: Any = object()
-
-
-def _same_value(one: Any, other: Any) -> bool:
-    """``one == other`` for two variable values (``_ABSENT`` equals only itself); a value
-    whose comparison fails or is not a plain bool counts as different."""
-    if one is other:
-        return True
-    if one is _ABSENT or other is _ABSENT:
-        return False
-    try:
-        return (one == other) is True
-    except Exception:
-        return False
-
-
-def _copied(value: Any) -> Any:
-    """A deep copy of a variable value (to compare with what the context holds later, also
-    after a change in place); the value itself when it cannot be copied."""
-    if value is _ABSENT or isinstance(value, str | int | float | bool | type(None)):
-        return value
-    try:
-        return copy.deepcopy(value)
-    except Exception:
-        return value
-
-
 class _ThreadOperations(threading.local):
     """The operations of one repository running in the current thread, by instance id."""
 
@@ -353,18 +315,19 @@ class _ThreadOperations(threading.local):
         self.ops: dict[str, _Operation] = {}
 
 
-#: An instance row as :class:`_RowsInUse` names it: the connection an operation runs on, the
-#: table's full name and the instance id.
-RowKey = tuple[Connection, str, str]
+#: An instance row as :class:`_RowsInUse` names it: the connection an operation runs on — or
+#: its engine's URL (password left out) —, the table's full name and the instance id.
+RowKey = tuple[Connection | str, str, str]
 
 
 class _RowsInUse(threading.local):
-    """Every repository's operations running in the current thread, by connection and
-    instance row: a second repository's operation joining that connection on a row the first
-    one's operation is changing would read the row as it was and write over it when the first
-    one flushes. On its own connection it waits for the row lock instead (a lock wait, then
-    :class:`ConcurrentSubmitError`); rows of another table (a schema named in ``FlowTables``)
-    are other rows, whatever the URL that reached them."""
+    """Every repository's operations running in the current thread, by instance row, each
+    under two keys. Another repository's operation joining the connection of one of them on
+    its row would read the row as it was and write over it when the first one flushes (keyed
+    by the connection, however its URL is spelled); one on a connection of its own would wait
+    for the row lock its own thread holds (keyed by the URL: a URL spelled otherwise still
+    waits, until the lock wait ends). Rows of another table (a schema named in
+    ``FlowTables``) or another database are other rows."""
 
     def __init__(self) -> None:
         self.by_row: dict[RowKey, SqlStateRepository] = {}
@@ -429,6 +392,7 @@ class SqlStateRepository:
         )
         self._local = _ThreadOperations()
         self._table_name = self.tables.repository.fullname  # see _RowsInUse
+        self._database = self.engine.url.render_as_string(hide_password=True)
         self._locking_reads: dict[bool, list[Executable]] = {}
         self._upserts: dict[tuple[bool, bool], Executable] = {}
         self._updates: dict[tuple[bool, bool, bool], Executable] = {}
@@ -461,14 +425,15 @@ class SqlStateRepository:
             self._check_row_not_in_use(ctx.connection, ctx.instance_id)
             yield from self._joined(ctx, ctx.connection)
         else:
+            self._check_row_not_in_use(self._database, ctx.instance_id)
             yield from self._owned(ctx, lock)
 
-    def _check_row_not_in_use(self, conn: Connection, instance_id: str) -> None:
+    def _check_row_not_in_use(self, where: Connection | str, instance_id: str) -> None:
         """Refuse an operation on a row another repository's operation is changing in this
         thread (task code or an interceptor calling another executor on the same tables):
         it would read the row as it was, and the first operation's write, decided before,
         would land over its own — a terminated task open again. Nothing is written."""
-        user = _ROWS_IN_USE.by_row.get((conn, self._table_name, instance_id))
+        user = _ROWS_IN_USE.by_row.get((where, self._table_name, instance_id))
         if user is not None and user is not self:
             raise RepositoryError(
                 "An operation on this instance is already running in this thread through "
@@ -554,11 +519,6 @@ class SqlStateRepository:
         ctx.connection = outer.conn
         try:
             yield
-            if held is not None and held.calls_back == 1:
-                # The outermost call back ends: its history rows go out now, so that one the
-                # server refuses fails the call back, which its task code may catch.
-                with self._translating(ctx.instance_id):
-                    send_now(outer.conn, held.since(mark))
         except BaseException:
             # Nothing of a failed call back remains: neither its state changes nor the
             # history rows it (or a call back inside it) held back.
@@ -676,9 +636,10 @@ class SqlStateRepository:
         ops = self._local.ops
         ops[op.instance_id] = op
         op.transaction = innermost_transaction(op.conn)
-        op.ctx = ctx
-        row = (op.conn, self._table_name, op.instance_id)
-        _ROWS_IN_USE.by_row[row] = self
+        rows = _ROWS_IN_USE.by_row
+        by_connection = (op.conn, self._table_name, op.instance_id)
+        by_database = (self._database, self._table_name, op.instance_id)
+        rows[by_connection] = rows[by_database] = self
         try:
             with holding_back(op.conn, op.instance_id) as held:
                 op.held = held
@@ -687,7 +648,8 @@ class SqlStateRepository:
                 held.send(op.conn)  # what no write of the unit took along
         finally:
             ops.pop(op.instance_id, None)
-            _ROWS_IN_USE.by_row.pop(row, None)
+            rows.pop(by_connection, None)
+            rows.pop(by_database, None)
 
     def _start(self, ctx: FlowContext, conn: Connection, lock: bool) -> _Operation:
         if self._cache is not None and not lock:
@@ -1027,17 +989,7 @@ class SqlStateRepository:
             return base_vars, self._vars.encode(op.instance_id, ctx.data)
         if op.states == op.base.states and not op.keep_vars:
             return base_vars, base_vars
-        new_vars = {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
-        if op.called_back is not None:
-            # A call back's value, unless the operation's context changed it again since.
-            data = ctx.data
-            later = {
-                key: value
-                for key, (value, then) in op.called_back.items()
-                if _same_value(data.get(key, _ABSENT), then)
-            }
-            new_vars.update(self._vars.encode(op.instance_id, later))
-        return base_vars, new_vars
+        return base_vars, {**base_vars, **self._vars.encode(op.instance_id, ctx.data)}
 
     def _creates_stateless_row(self, op: _Operation, with_index: bool) -> bool:
         """Whether, with the index on, the write would create an instance for its variables
@@ -1318,20 +1270,6 @@ class SqlStateRepository:
         op = self._local.ops.get(ctx.instance_id)
         if op is not None:
             op.keep_vars = True
-            if op.ctx is not None and ctx is not op.ctx:  # a submit called back by task code
-                op.called_back = {**(op.called_back or {}), **self._called_back(ctx, op.ctx)}
-
-    def _called_back(self, ctx: FlowContext, outer: FlowContext) -> dict[str, tuple[Any, Any]]:
-        """The variables a called-back submit's context gives another value than the running
-        operation's context holds now: each with a copy of that value of the operation's
-        (``_ABSENT`` when it holds none), so that a change the operation makes later — a
-        value put or changed in place, compared by ``==`` — wins at the flush."""
-        excluded, mine = self._vars.excluded, outer.data
-        return {
-            key: (value, _copied(mine.get(key, _ABSENT)))
-            for key, value in ctx.data.items()
-            if key not in excluded and not _same_value(mine.get(key, _ABSENT), value)
-        }
 
     def index_write(
         self, ctx: FlowContext, index: InstanceIndex, *, bookkeeping: bool = False
