@@ -689,6 +689,18 @@ def _notifying(
     return ex
 
 
+def _refused_with_nothing_written(
+    db: sa.Engine, ex: WorkflowExecutor, instance_id: str, match: str | None = None
+) -> None:
+    """Forwarding the applicant's task fails with a ``RepositoryError`` naming the instance;
+    no history row, the applicant's task still the open one."""
+    with pytest.raises(RepositoryError, match=match) as raised:
+        _forward_apply(ex, instance_id)
+    assert raised.value.instance_id == instance_id
+    assert _history(db, instance_id) == []
+    assert [task.node_id for task in ex.open_tasks(instance_id)] == ["apply"]
+
+
 def test_a_call_back_that_fails_leaves_nothing_of_its_own(db: sa.Engine) -> None:
     """Task code catches the error of its call back (here the history refusing an assignee
     longer than its column): the call joined the submit, and nothing of it may remain — its
@@ -710,6 +722,20 @@ def test_a_call_back_that_fails_leaves_nothing_of_its_own(db: sa.Engine) -> None
     assert "cb:review" not in ex.state_repository.states("cb-4")  # type: ignore[attr-defined]
 
 
+#: ``CALL_BACK`` whose manager's task runs ``@audit`` when it is forwarded.
+_AUDITED = CALL_BACK.replace(
+    "{id: review, meta: {actor: manager}, link: e}",
+    "{id: review, meta: {actor: manager}, task: '@audit', link: e}",
+)
+
+
+def _audit_then_fail(ex: WorkflowExecutor, context: Any) -> None:
+    """Task code that calls back a TERMINATE of the review (a history row), then fails."""
+    auditor = ctx(context.instance_id, "auditor", context.connection)
+    ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
+    raise RuntimeError("audit service down")
+
+
 def test_a_failed_call_back_leaves_no_history_row_of_a_call_back_inside_it(
     db: sa.Engine,
 ) -> None:
@@ -723,16 +749,7 @@ def test_a_failed_call_back_leaves_no_history_row_of_a_call_back_inside_it(
         with contextlib.suppress(FlowError):
             ex.submit_task_at("cb", "review", TaskAction.FORWARD, bot, message="bot-review")
 
-    def audit(ex: WorkflowExecutor, context: Any) -> None:
-        auditor = ctx(context.instance_id, "auditor", context.connection)
-        ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
-        raise RuntimeError("audit service down")
-
-    audited = CALL_BACK.replace(
-        "{id: review, meta: {actor: manager}, link: e}",
-        "{id: review, meta: {actor: manager}, task: '@audit', link: e}",
-    )
-    ex = _notifying(db, notify, audited, audit=audit)
+    ex = _notifying(db, notify, _AUDITED, audit=_audit_then_fail)
     _forward_apply(ex, "cb-9")
     assert _history(db, "cb-9") == [("apply", None)]
     assert [task.node_id for task in ex.open_tasks("cb-9")] == ["review"]
@@ -783,17 +800,7 @@ def test_call_backs_made_from_an_operation_on_another_instance_keep_their_order(
                 bot = ctx("x-2", "bot", conn)
                 ex.submit_task_at("cb", "review", TaskAction.FORWARD, bot, message="bot-review")
 
-    def audit(ex: WorkflowExecutor, context: Any) -> None:
-        if context.instance_id == "x-2":
-            auditor = ctx("x-2", "auditor", context.connection)
-            ex.submit_task_at("cb", "review", TaskAction.TERMINATE, auditor, message="audit-mark")
-            raise RuntimeError("audit service down")
-
-    audited = CALL_BACK.replace(
-        "{id: review, meta: {actor: manager}, link: e}",
-        "{id: review, meta: {actor: manager}, task: '@audit', link: e}",
-    )
-    ex = _notifying(db, notify, audited, audit=audit)
+    ex = _notifying(db, notify, _AUDITED, audit=_audit_then_fail)
     _forward_apply(ex, "x-1")
     _forward_apply(ex, "x-2")
     assert [message for _, message in _history(db, "x-1")] == ["cb1", "cb2", None]
@@ -838,11 +845,7 @@ def test_a_call_back_s_history_row_the_server_refuses_fails_the_operation(
         ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="refused")
 
     ex = _notifying(db, notify)
-    with pytest.raises(RepositoryError) as raised:
-        _forward_apply(ex, "cb-12")
-    assert raised.value.instance_id == "cb-12"
-    assert _history(db, "cb-12") == []
-    assert [task.node_id for task in ex.open_tasks("cb-12")] == ["apply"]
+    _refused_with_nothing_written(db, ex, "cb-12")
 
 
 def test_task_code_calling_another_executor_without_a_connection_is_refused_at_once(
@@ -904,11 +907,7 @@ def test_a_call_back_inside_a_savepoint_of_task_code_is_refused(db: sa.Engine) -
             ex.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
 
     ex = _notifying(db, notify)
-    with pytest.raises(RepositoryError, match="outside the savepoint") as raised:
-        _forward_apply(ex, "cb-5")
-    assert raised.value.instance_id == "cb-5"
-    assert _history(db, "cb-5") == []
-    assert [task.node_id for task in ex.open_tasks("cb-5")] == ["apply"]
+    _refused_with_nothing_written(db, ex, "cb-5", "outside the savepoint")
 
 
 def test_task_code_calling_another_executor_on_the_same_instance_is_refused(
@@ -925,11 +924,7 @@ def test_task_code_calling_another_executor_on_the_same_instance_is_refused(
         admin.submit_task_at("cb", "review", TaskAction.TERMINATE, bot, message="auto")
 
     ex = _notifying(db, notify)
-    with pytest.raises(RepositoryError, match="another executor") as raised:
-        _forward_apply(ex, "cb-6")
-    assert raised.value.instance_id == "cb-6"
-    assert _history(db, "cb-6") == []
-    assert [task.node_id for task in ex.open_tasks("cb-6")] == ["apply"]
+    _refused_with_nothing_written(db, ex, "cb-6", "another executor")
 
 
 def test_a_withdraw_that_task_code_calls_back_stands(db: sa.Engine) -> None:
