@@ -314,9 +314,12 @@ def test_two_threads_with_their_own_transactions_do_not_deadlock_in_the_process(
             c = ctx("pl-1", "manager", conn)
             task = ex.claim_task("oa", c)
             a_claimed.set()
-            # B is blocked on our row (a B that ended instead fails the asserts below).
+            # B is blocked on our row (a B that ended instead fails the asserts below). Polled
+            # every 0.2 s: InnoDB refreshes its lock-wait view only after 0.1 s without a
+            # reader, so a first look before B waited, then faster polls, saw no waiter until
+            # B's lock wait ran out (a flaky failure under load).
             while b.is_alive() and not _someone_waits_for_a_row_lock(observer):
-                b.join(0.01)
+                b.join(0.2)
             assert ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
         b.join(THREAD_TIMEOUT)
         assert b_result == [False]  # waited for A's commit, then found the task decided
