@@ -599,7 +599,7 @@ class SqlStateRepository:
         """Keep a claim's ``write`` (which includes any write it was folded from) for the
         submit that usually follows in the caller's transaction, or — when it cannot be
         kept — send it now."""
-        watch(op.conn.engine)  # the COMMIT must send it (already watched: the row is held)
+        # The COMMIT must send it: _hold, which ran before, watches the engine already.
         waiting = HELD.pending(op.conn)
         if waiting is not None and waiting is not op.pending:
             # Deferred while this claim ran, by an operation on another instance that its
