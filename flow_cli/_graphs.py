@@ -58,7 +58,9 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         choices=FORMATS,
         help="output format (default: from the -o suffix, else mermaid)",
     )
-    render.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    render.add_argument(
+        "-o", "--output", metavar="FILE", type=non_blank, help="write here instead of stdout"
+    )
     render.set_defaults(handler=run_render)
 
 
