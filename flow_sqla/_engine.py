@@ -25,6 +25,12 @@ def engine_for(bind: Engine | str) -> Engine:
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as exc:
         # Not a URL, an unknown dialect, a bad query argument: a library error, not SQLAlchemy's.
         raise RepositoryError(f"Cannot create a database engine for {_shown(bind)}: {exc}") from exc
+    except ImportError as exc:
+        # A known dialect whose driver is not installed (``postgresql+pg8000`` without pg8000).
+        raise RepositoryError(
+            f"Cannot create a database engine for {_shown(bind)}: its driver is not installed "
+            f"({exc})"
+        ) from exc
 
 
 def _shown(url: object) -> str:

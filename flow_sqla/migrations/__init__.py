@@ -19,6 +19,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
 
+from flow_sqla._engine import engine_for
 from flow_sqla.errors import RepositoryError
 from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, FlowTables, TableNames
 
@@ -187,7 +188,8 @@ def current(
         schema=names.schema,
         todo_table=names.todo_table,
     ).metadata
-    with _connected(bind) as conn:
+    reading = _failures_as_repository_errors(f"Reading the revision of {_set_of(names)}")
+    with reading, _connected(bind) as conn:
         return recorded_revision(conn, names, our_revisions(script), head, metadata)
 
 
@@ -217,19 +219,29 @@ def _run(
 ) -> None:
     """Run an Alembic ``command.upgrade``/``downgrade`` for ``names`` on ``bind``; database
     and Alembic errors become :class:`RepositoryError` (our own errors pass unchanged)."""
+    migrating = _failures_as_repository_errors(f"Migration of {_set_of(names)} to {revision!r}")
+    with migrating, _connected(bind) as conn:
+        cfg = _config(names, connection=conn)
+        if lock_timeout is not None:
+            cfg.attributes[LOCK_TIMEOUT_KEY] = lock_timeout
+        step(cfg, revision)
+
+
+def _set_of(names: TableNames) -> str:
+    return f"{names.repo_table!r}/{names.task_table!r}"
+
+
+@contextmanager
+def _failures_as_repository_errors(what: str) -> Iterator[None]:
+    """Database and Alembic errors of the block become :class:`RepositoryError` ("``what``
+    failed: …", the cause chained): no SQLAlchemy, driver or Alembic exception type reaches
+    the caller (persistence.md §8). Our own errors pass unchanged."""
     try:
-        with _connected(bind) as conn:
-            cfg = _config(names, connection=conn)
-            if lock_timeout is not None:
-                cfg.attributes[LOCK_TIMEOUT_KEY] = lock_timeout
-            step(cfg, revision)
+        yield
     except (sa.exc.SQLAlchemyError, CommandError) as exc:
         detail = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
         first = (str(detail).strip().splitlines() or [""])[0]
-        raise RepositoryError(
-            f"Migration of {names.repo_table!r}/{names.task_table!r} to {revision!r} failed: "
-            f"{type(detail).__name__}: {first}"
-        ) from exc
+        raise RepositoryError(f"{what} failed: {type(detail).__name__}: {first}") from exc
 
 
 @contextmanager
@@ -237,7 +249,9 @@ def _connected(bind: Bind) -> Iterator[sa.Connection]:
     if isinstance(bind, sa.Connection):
         yield bind
         return
-    engine = sa.create_engine(bind) if isinstance(bind, str) else bind
+    # A URL: a malformed one, an unknown dialect or a driver that is not installed is a
+    # RepositoryError, as for every other entry point that takes a URL.
+    engine = engine_for(bind)
     try:
         with engine.connect() as conn:
             yield conn

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 from _support import approve, ctx, executor, flow_engine, migrate, raw_row
@@ -12,6 +16,7 @@ from flow_sqla import (
     SqlStateRepository,
     TaskHistoryRecorder,
     UnstorableValueError,
+    migrations,
     sql_workflow,
 )
 
@@ -96,6 +101,48 @@ def test_a_url_no_engine_can_be_made_from_is_a_repository_error(url: str) -> Non
     with pytest.raises(RepositoryError, match="Cannot create a database engine") as raised:
         sql_workflow(url, flow_engine())
     assert "secret" not in str(raised.value)
+
+
+def _a_url_whose_driver_is_not_installed() -> str:
+    for url, module in [
+        ("postgresql+pg8000://u:secret@h/db", "pg8000"),
+        ("mysql+asyncmy://u:secret@h/db", "asyncmy"),
+        ("oracle+oracledb://u:secret@h/db", "oracledb"),
+    ]:
+        if importlib.util.find_spec(module) is None:
+            return url
+    pytest.skip("pg8000, asyncmy and oracledb are all installed here")
+
+
+@pytest.mark.parametrize(
+    "entry_point",
+    [
+        lambda url: sql_workflow(url, flow_engine()),
+        lambda url: SqlStateRepository(url),
+        migrations.upgrade,
+        migrations.current,
+    ],
+    ids=["sql_workflow", "SqlStateRepository", "upgrade", "current"],
+)
+def test_a_url_whose_driver_is_not_installed_is_a_repository_error(
+    entry_point: Callable[[str], object],
+) -> None:
+    """It was a bare ``ModuleNotFoundError``: SQLAlchemy knows the dialect and imports its
+    driver when the engine is made."""
+    with pytest.raises(RepositoryError, match="driver is not installed") as raised:
+        entry_point(_a_url_whose_driver_is_not_installed())
+    assert "secret" not in str(raised.value)
+
+
+def test_reading_the_revision_of_a_database_that_cannot_be_opened_is_a_repository_error(
+    tmp_path: Path,
+) -> None:
+    """``migrations.current`` let SQLAlchemy's ``OperationalError`` through, where upgrade and
+    downgrade raise RepositoryError."""
+    url = f"sqlite:///{tmp_path / 'no such directory' / 'flow.sqlite'}"
+    with pytest.raises(RepositoryError, match=r"Reading the revision of .* failed") as raised:
+        migrations.current(url)
+    assert isinstance(raised.value.__cause__, sa.exc.OperationalError)
 
 
 @pytest.mark.parametrize(
