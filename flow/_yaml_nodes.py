@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 RECURSIVE = "refers to itself (a recursive YAML alias)"
 
@@ -65,6 +67,46 @@ def document_id(root: yaml.Node) -> yaml.ScalarNode | None:
             if _is_text(key) and key.value == "id" and isinstance(value, yaml.ScalarNode):
                 found = value
     return found
+
+
+def keys_merged_by_python(root: yaml.Node, loader: Any) -> tuple[yaml.Node, yaml.Node] | None:
+    """The first two keys of one mapping (at any depth) that are different YAML values but one
+    Python key — ``1`` and ``true``, ``1`` and ``1.0``, ``0`` and ``false``: building the
+    mapping as a dict would silently keep only the second pair, where the loader reads keys as
+    text (``"1"``, ``"True"``, ``"1.0"``) and calls two keys that read alike an error. Keys of
+    the same text are left to the loader's own rules; a key that does not construct (a bad
+    tag) is left to the building, which reports it. ``None`` when there is no such pair."""
+    seen: set[int] = set()
+    pending: list[yaml.Node] = [root]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, yaml.ScalarNode) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            found = _merged_pair(node, loader)
+            if found is not None:
+                return found
+        pending.extend(_children(node))
+    return None
+
+
+def _merged_pair(mapping: yaml.MappingNode, loader: Any) -> tuple[yaml.Node, yaml.Node] | None:
+    by_value: dict[Any, yaml.ScalarNode] = {}
+    for key, _value in mapping.value:
+        if not isinstance(key, yaml.ScalarNode) or key.tag in (_STR_TAG, _MERGE_TAG):
+            continue  # text keys collide only with the same text; merges are YAML's own rule
+        try:
+            value = loader.construct_object(key)
+            earlier = by_value.get(value)
+        except Exception:  # a key that does not construct (or hash): the building reports it
+            # PyYAML leaves a node whose construction failed marked as being constructed.
+            loader.recursive_objects.pop(key, None)
+            continue
+        if earlier is not None and str(loader.construct_object(earlier)) != str(value):
+            return earlier, key
+        by_value.setdefault(value, key)
+    return None
 
 
 def _is_text(node: yaml.Node) -> bool:

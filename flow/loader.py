@@ -80,6 +80,7 @@ def _compose_and_build(text: str, loader_class: Any) -> Any:
         if root is None:
             return None
         _check_nodes(root, loader)
+        _check_keys(root, loader)
         return loader.construct_document(root)
     finally:
         loader.dispose()
@@ -94,6 +95,25 @@ def _check_nodes(root: yaml.Node, loader: Any) -> None:
         graph_id = _node_id(_yaml_nodes.document_id(root), loader)
         whose = f"graph {graph_id!r}" if graph_id else "the graph text"
         raise GraphDefinitionError(f"The document of {whose} {exc}", graph_id=graph_id) from None
+
+
+def _check_keys(root: yaml.Node, loader: Any) -> None:
+    """Refuse two keys of one mapping that PyYAML would merge into one dict key although they
+    are different values (``1`` and ``true``): the first pair would be lost without a word."""
+    merged = _yaml_nodes.keys_merged_by_python(root, loader)
+    if merged is None:
+        return
+    graph_id = _node_id(_yaml_nodes.document_id(root), loader)
+    whose = f"graph {graph_id!r}" if graph_id else "the graph text"
+    first, second = (
+        f"{key.value!r} (line {key.start_mark.line + 1}, column {key.start_mark.column + 1})"
+        for key in merged
+    )
+    raise GraphDefinitionError(
+        f"The keys {first} and {second} of one mapping in {whose} are different values but "
+        "one key once read (as 1 and true, or 1 and 1.0, are): quote them to keep both as text",
+        graph_id=graph_id,
+    )
 
 
 def _node_id(node: yaml.ScalarNode | None, loader: Any) -> str | None:

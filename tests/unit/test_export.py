@@ -325,6 +325,33 @@ def test_non_text_meta_keys_are_text_at_every_depth_so_export_loads_back_the_sam
     assert dict(spec.create().nodes["s"].meta) == {"m": {"1": "a"}}
 
 
+@pytest.mark.parametrize(
+    ("pair", "first", "second"),
+    [
+        ("{1: a, true: b}", "'1'", "'true'"),
+        ("{1.0: a, 1: b}", "'1.0'", "'1'"),
+        ("{0: a, x: y, false: b}", "'0'", "'false'"),
+    ],
+)
+def test_two_keys_python_would_merge_are_refused_not_one_silently_dropped(
+    pair: str, first: str, second: str
+) -> None:
+    """PyYAML built ``{1: a, true: b}`` as ``{1: "b"}`` (``1 == True`` in Python), so ``a`` and
+    the key ``true`` were lost before the keys became text — as nested meta and as a node's."""
+    for text in (
+        f"id: g\nmeta: {{x: {pair}}}\nlayout: [{{id: s, type: start}}]",
+        _NODE_META % pair,
+    ):
+        with pytest.raises(GraphDefinitionError) as caught:
+            Graph.from_text(text)
+        message = str(caught.value)
+        assert f"The keys {first} (line " in message and f"and {second} (line " in message
+        assert "graph 'g'" in message and caught.value.graph_id == "g"
+    # Written as text, both are kept.
+    quoted = pair.replace("1.0", "'1.0'").replace("true", "'true'").replace("false", "'false'")
+    assert len(Graph.from_text(_NODE_META % quoted).nodes["s"].meta) == pair.count(":")
+
+
 def test_oa_graph_round_trips_through_json_and_yaml() -> None:
     text = (
         "id: oa\nlayout:\n"
