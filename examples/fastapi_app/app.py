@@ -36,9 +36,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
-from flow import FlowContext, FlowEngine, Graph
+from flow import FlowContext, FlowEngine, Graph, Node, NodeType
 from flow.workflow import (
     MAX_CURSOR,
     ActorStateController,
@@ -154,9 +154,25 @@ Conn = Annotated[sa.Connection, Depends(transaction, scope="function")]
 #: Who calls (your authentication would say); as long as the flow tables' actor columns, and
 #: no NUL: it is written to ``expense.filed_by`` before the flow sees it, so only this check
 #: keeps PostgreSQL from failing the insert (a 500 where the other backends gave a 422).
-Actor = Annotated[str, Header(alias="X-Actor", min_length=1, max_length=64, pattern=NO_NUL)]
+Actor = Annotated[
+    str,
+    BeforeValidator(lambda value: _header_text(value)),
+    Header(alias="X-Actor", min_length=1, max_length=64, pattern=NO_NUL),
+]
 #: An expense id from a URL: no NUL (PostgreSQL's text cannot hold one; the query would fail).
 ExpenseId = Annotated[str, PathParam(pattern=NO_NUL)]
+
+
+def _header_text(value: object) -> object:
+    """A header as the client wrote it: HTTP hands its bytes over as Latin-1 text, so
+    ``X-Actor: José`` sent as UTF-8 arrived as ``JosÃ©`` — compared and stored so, and 64
+    characters counted as bytes. Bytes that are not UTF-8 are a 422."""
+    if not isinstance(value, str) or value.isascii():
+        return value
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        raise ValueError("must be UTF-8 text") from None
 
 
 def _safe(part: object) -> object:
@@ -268,6 +284,11 @@ def create_app(database_url: str | None = None) -> FastAPI:
             if task is None or task.state != TaskState.WAITING:
                 raise HTTPException(409, f"nothing of {instance_id} waits for {actor!r}")
             action = DECISIONS[body.decision]
+            if action == TaskAction.BACK and not _has_earlier_task(task.node):
+                # BACK of a first task only clears its own state: it would wait for the same
+                # person again, "sent back" as often as they click.
+                first = f"{task.node_id!r} is the first task: nothing to send it back to"
+                raise HTTPException(422, first)
             if not workflow.submit_task_if_waiting(task, action, ctx, message=body.message):
                 raise HTTPException(409, f"task {task.node_id!r} was decided meanwhile")
             status = {"send_back": "sent back", "reject": "rejected"}.get(body.decision)
@@ -289,7 +310,7 @@ def create_app(database_url: str | None = None) -> FastAPI:
         return [
             HistoryOut(
                 task=entry.source_node_id,
-                result=entry.status.name.lower(),
+                result=RESULTS.get(entry.status, entry.status.name.lower()),
                 by=entry.assignee,
                 next=entry.target_node_id,
                 message=entry.message,
@@ -377,12 +398,45 @@ def create_app(database_url: str | None = None) -> FastAPI:
         except _AnsweredAfter:
             if workflow.status(instance_id) != InstanceStatus.RUNNING:
                 raise HTTPException(409, f"{instance_id} is closed") from None
-            if any(entry.assignee == actor for entry in history.history(instance_id)):
-                # A double click, or a re-run after a lost COMMIT that did commit.
+            decided = (
+                entry.assignee == actor and _has_earlier_task(graph.get_node(entry.source_node_id))
+                for entry in history.history(instance_id)
+            )
+            if any(decided):
+                # A double click, or a re-run after a lost COMMIT that did commit. (Filing, or
+                # resubmitting a sent-back expense, acts on a first task: that is no decision.)
                 raise HTTPException(409, f"{actor!r} already decided on {instance_id}") from None
             raise HTTPException(403, f"no task of {instance_id} waits for {actor!r}") from None
 
     return app
+
+
+def _has_earlier_task(node: Node | None) -> bool:
+    """Whether a task comes before ``node`` (through gateways): what sending back needs.
+    ``None`` (a node the graph no longer has) counts as having one."""
+    if node is None:
+        return True
+    seen: set[Node] = set()
+    todo = list(node.prev_nodes)
+    while todo:
+        previous = todo.pop()
+        if previous in seen:
+            continue
+        seen.add(previous)
+        if previous.type == NodeType.ACTIVITY:
+            return True
+        if previous.type.is_gateway:
+            todo.extend(previous.prev_nodes)
+    return False
+
+
+#: What a history row's state says a decision did.
+RESULTS = {
+    TaskState.COMPLETED: "completed",
+    TaskState.WAITING: "sent back",
+    TaskState.TERMINATED: "terminated",
+    TaskState.UNKNOWN: "restarted",
+}
 
 
 class _AnsweredAfter(Exception):

@@ -89,7 +89,7 @@ def test_sent_back_expense_returns_to_the_employee_and_can_be_resubmitted(
     assert again.json()["status"] == "pending"
     assert again.json()["tasks"][0]["node"] == "director"
     results = [h["result"] for h in client.get(f"/expenses/{expense_id}/history").json()]
-    assert results == ["completed", "waiting", "completed"]
+    assert results == ["completed", "sent back", "completed"]
 
 
 def test_rejection_terminates_the_flow(client: TestClient) -> None:

@@ -122,6 +122,56 @@ def test_send_back_refusals_write_nothing(client: TestClient) -> None:
     assert closed.status_code == 409
 
 
+def test_the_filer_asking_to_send_back_the_managers_task_gets_403_a_double_click_409(
+    client: TestClient,
+) -> None:
+    """Filing is no decision: the employee's filing row made their send-back a 409 "already
+    decided" while the manager's task waited, where the README promises 403 (not theirs)."""
+    expense_id = file_expense(client, 100)
+    filer = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=EMPLOYEE)
+    assert filer.status_code == 403, filer.text
+    assert client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER).is_success
+    twice = client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER)
+    assert twice.status_code == 409, twice.text
+    assert "already decided" in twice.json()["detail"]
+    assert history_length(client, expense_id) == 2
+
+
+def test_a_send_back_decision_on_the_first_task_is_422_and_writes_nothing(
+    client: TestClient,
+) -> None:
+    """A BACK of the first task only cleared its own state: the employee could "send back"
+    their own task again and again, each time 200 and a history row."""
+    expense_id = file_expense(client, 100)
+    assert client.post(f"/expenses/{expense_id}/send-back", json={}, headers=MANAGER).is_success
+    for _ in range(2):
+        again = client.post(
+            f"/expenses/{expense_id}/decisions", json={"decision": "send_back"}, headers=EMPLOYEE
+        )
+        assert again.status_code == 422, again.text
+        assert "first task" in again.json()["detail"]
+    assert history_length(client, expense_id) == 2
+    assert client.get(f"/expenses/{expense_id}").json()["tasks"][0]["node"] == "apply"
+    results = [h["result"] for h in client.get(f"/expenses/{expense_id}/history").json()]
+    assert results == ["completed", "sent back"]
+
+
+def test_a_utf8_actor_header_is_read_as_the_text_the_client_sent(client: TestClient) -> None:
+    """HTTP hands header bytes over as Latin-1: ``José`` arrived as ``JosÃ©`` and 64
+    characters of ``é`` (128 bytes) were refused as too long."""
+    refused = client.post(
+        "/expenses",
+        json={"purpose": "Taxi", "amount": 5},
+        headers=[(b"X-Actor", "José".encode())],
+    )
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "'José' cannot file an expense"
+    long = client.get("/inbox", headers=[(b"X-Actor", ("é" * 64).encode())])
+    assert long.status_code == 200, long.text
+    too_long = client.get("/inbox", headers=[(b"X-Actor", ("é" * 65).encode())])
+    assert too_long.status_code == 422
+
+
 def test_an_inbox_cursor_past_any_row_id_is_refused(client: TestClient) -> None:
     for after in (2**63, 10**23, -1):
         refused = client.get("/inbox", params={"after": after}, headers=MANAGER)
