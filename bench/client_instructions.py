@@ -1,14 +1,15 @@
 """Client CPU instructions per approval, counted by valgrind: a noise-free companion to sql_bench.
 
-Usage: ``python bench/client_instructions.py [--instances 100] [--variants flow,b]``. Needs
+Usage: ``python bench/client_instructions.py [--instances 100] [--variants "flow,b'"]``. Needs
 ``valgrind`` on the PATH and the MariaDB/MySQL server of ``FLOW_MYSQL_DSN`` (default as in
 ``sql_bench.py``); the script creates its own throwaway database and drops it afterwards.
 
 Throughput on a small shared machine moves by ±10 % from round to round; the number of
 instructions the client process executes does not (callgrind counts them, the same total for
-the same work whatever else the machine does). Each variant of ``sql_bench.py`` runs twice in
-one process under callgrind — once with warm-up only, once with ``--instances`` more OA
-instances driven to their end — and the difference is divided by the approvals. What it leaves
+the same work whatever else the machine does). Each variant of ``sql_bench.py`` runs twice, each
+time in a process of its own under callgrind — once with warm-up only, once with
+``--instances`` more OA instances driven to their end — and the difference is divided by the
+approvals. What it leaves
 out: the server's work, waiting, and how well the CPU caches serve the code (a walk costs
 about three times more per instruction between database calls than in a hot loop).
 """
@@ -75,6 +76,9 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
+    unknown = [key for key in args.variants.split(",") if key not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
     names = [VARIANTS[key] for key in args.variants.split(",")]
     dsn, drop = sql_bench.prepared_database(os.environ.get("FLOW_MYSQL_DSN", sql_bench.DEFAULT_DSN))
     try:

@@ -7,6 +7,7 @@ per node of 100 / 1,000 / 10,000-node chains (to show the walk is linear).
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 
@@ -108,4 +109,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help, and no stray arguments
     main()

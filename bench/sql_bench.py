@@ -10,9 +10,9 @@ graph; one untimed warm-up instance each). The variants then alternate in short 
 *slices*: in a slice every worker drives ``--slice``/N new OA instances (at least 8) of one
 variant to their end, two approvals each (the employee's, then the manager's). A round runs
 one slice of every variant, forwards in even rounds and backwards in odd ones, with
-``submit_at`` and (b) always back to back. A variant's rate is all its approvals over all its
-slices' time; the line under each N gives the median and spread of ``submit_at`` / (b) over
-the rounds' back-to-back pairs. Short alternating slices matter on a shared machine whose
+``submit_task_at`` and (b') always back to back. A variant's rate is all its approvals over
+all its slices' time; the line under each N gives the median and spread of ``submit_task_at`` /
+(b') over the rounds' back-to-back pairs. Short alternating slices matter on a shared machine whose
 speed drifts by tens of percent within a minute: long rounds, one variant after another,
 measured the drift as much as the code.
 Variants (``--variants`` takes the short names in brackets):

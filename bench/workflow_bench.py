@@ -6,6 +6,7 @@ Run: ``.venv/bin/python bench/workflow_bench.py``. A *cycle* is one ``claim_task
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import threading
 import time
@@ -190,4 +191,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__).parse_args()  # --help, and no stray arguments
     main()
