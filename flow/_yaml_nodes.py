@@ -20,6 +20,7 @@ import yaml
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_MAP_TAG = "tag:yaml.org,2002:map"
 
 RECURSIVE = "refers to itself (a recursive YAML alias)"
 
@@ -70,12 +71,14 @@ def document_id(root: yaml.Node) -> yaml.ScalarNode | None:
 
 
 def keys_merged_by_python(root: yaml.Node, loader: Any) -> tuple[yaml.Node, yaml.Node] | None:
-    """The first two keys of one mapping (at any depth) that are different YAML values but one
-    Python key — ``1`` and ``true``, ``1`` and ``1.0``, ``0`` and ``false``: building the
-    mapping as a dict would silently keep only the second pair, where the loader reads keys as
-    text (``"1"``, ``"True"``, ``"1.0"``) and calls two keys that read alike an error. Keys of
-    the same text are left to the loader's own rules; a key that does not construct (a bad
-    tag) is left to the building, which reports it. ``None`` when there is no such pair."""
+    """The first two keys of one mapping (at any depth, merged-in keys of ``<<`` included)
+    that are different YAML values but one Python key — ``1`` and ``true``, ``1`` and ``1.0``,
+    ``0`` and ``false``: building the mapping as a dict would silently keep only one pair,
+    where the loader reads keys as text (``"1"``, ``"True"``, ``"1.0"``) and calls two keys
+    that read alike an error. Keys of the same type and value (``1`` twice: the reference's
+    last one wins; a merged key overridden) are left to the loader's own rules, and so are
+    keys that do not construct (a bad tag), collections used as keys (unhashable) and sets
+    (``!!set``). ``None`` when there is no such pair."""
     seen: set[int] = set()
     pending: list[yaml.Node] = [root]
     while pending:
@@ -83,19 +86,40 @@ def keys_merged_by_python(root: yaml.Node, loader: Any) -> tuple[yaml.Node, yaml
         if isinstance(node, yaml.ScalarNode) or id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            found = _merged_pair(node, loader)
+        if not isinstance(node, yaml.MappingNode):
+            pending.extend(node.value)  # a sequence's items
+            continue
+        if node.tag == _MAP_TAG:
+            found = _merged_pair(_keys_of(node), loader)
             if found is not None:
                 return found
-        pending.extend(_children(node))
+        pending.extend(value for _key, value in node.value)  # never into a key: unhashable
     return None
 
 
-def _merged_pair(mapping: yaml.MappingNode, loader: Any) -> tuple[yaml.Node, yaml.Node] | None:
-    by_value: dict[Any, yaml.ScalarNode] = {}
-    for key, _value in mapping.value:
-        if not isinstance(key, yaml.ScalarNode) or key.tag in (_STR_TAG, _MERGE_TAG):
-            continue  # text keys collide only with the same text; merges are YAML's own rule
+def _keys_of(mapping: yaml.MappingNode) -> list[yaml.Node]:
+    """The mapping's own keys and, through its ``<<`` pairs, every key merged into it."""
+    keys: list[yaml.Node] = []
+    visited: set[int] = set()
+    todo: list[yaml.Node] = [mapping]
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, yaml.MappingNode) or id(node) in visited:
+            continue  # a merge of a non-mapping is the building's error to report
+        visited.add(id(node))
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag == _MERGE_TAG:
+                todo.extend(value.value if isinstance(value, yaml.SequenceNode) else [value])
+            else:
+                keys.append(key)
+    return keys
+
+
+def _merged_pair(keys: list[yaml.Node], loader: Any) -> tuple[yaml.Node, yaml.Node] | None:
+    by_value: dict[Any, tuple[yaml.Node, Any]] = {}
+    for key in keys:
+        if not isinstance(key, yaml.ScalarNode) or key.tag == _STR_TAG:
+            continue  # text collides only with the same text; a collection key is unhashable
         try:
             value = loader.construct_object(key)
             earlier = by_value.get(value)
@@ -103,10 +127,19 @@ def _merged_pair(mapping: yaml.MappingNode, loader: Any) -> tuple[yaml.Node, yam
             # PyYAML leaves a node whose construction failed marked as being constructed.
             loader.recursive_objects.pop(key, None)
             continue
-        if earlier is not None and str(loader.construct_object(earlier)) != str(value):
-            return earlier, key
-        by_value.setdefault(value, key)
+        if earlier is None:
+            by_value[value] = (key, value)
+        elif earlier[0] is not key and _read_apart(earlier[1], value):
+            return earlier[0], key
     return None
+
+
+def _read_apart(first: Any, second: Any) -> bool:
+    """Whether two equal keys read as different text: ``1``/``True``/``1.0`` are of different
+    types; ``0.0`` and ``-0.0`` are both floats."""
+    if type(first) is not type(second):
+        return True
+    return isinstance(first, float) and repr(first) != repr(second)
 
 
 def _is_text(node: yaml.Node) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
@@ -37,9 +39,15 @@ def _shown(url: object) -> str:
     """The URL with its password hidden (SQLAlchemy's own rendering), or as given."""
     try:
         return repr(sa.engine.make_url(url).render_as_string(hide_password=True))  # type: ignore[arg-type]
-    except Exception:  # not parseable: show what was given, cut
-        text = repr(url)
+    except Exception:  # not parseable: show what was given, its password hidden, cut
+        text = repr(_PASSWORD.sub(r"\1***@", url) if isinstance(url, str) else url)
         return text if len(text) <= 80 else text[:75] + "..."
+
+
+#: The password of ``scheme://user:password@host...`` as far as it can be told in a URL that
+#: SQLAlchemy cannot parse (a bad port, a broken IPv6 address): up to the last ``@`` before
+#: the path, as SQLAlchemy's own parser reads it.
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^/]*@")
 
 
 __all__ = ["engine_for"]

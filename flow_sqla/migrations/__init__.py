@@ -234,8 +234,8 @@ def _set_of(names: TableNames) -> str:
 @contextmanager
 def _failures_as_repository_errors(what: str) -> Iterator[None]:
     """Database and Alembic errors of the block become :class:`RepositoryError` ("``what``
-    failed: …", the cause chained): no SQLAlchemy, driver or Alembic exception type reaches
-    the caller (persistence.md §8). Our own errors pass unchanged."""
+    failed: …", the cause chained), as the repository's own errors do (persistence.md §8).
+    Our own errors pass unchanged."""
     try:
         yield
     except (sa.exc.SQLAlchemyError, CommandError) as exc:

@@ -134,6 +134,23 @@ def test_a_url_whose_driver_is_not_installed_is_a_repository_error(
     assert "secret" not in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    "url", ["mysql+pymysql://u:s3cretpw@h:port/db", "mysql+pymysql://u:s3c@ret@[::1/db"]
+)
+@pytest.mark.parametrize(
+    "entry_point",
+    [lambda url: SqlStateRepository(url), migrations.upgrade, migrations.current],
+    ids=["SqlStateRepository", "upgrade", "current"],
+)
+def test_a_url_sqlalchemy_cannot_parse_is_named_with_its_password_hidden(
+    entry_point: Callable[[str], object], url: str
+) -> None:
+    """A bad port or a broken IPv6 address: the URL was shown as given, password included."""
+    with pytest.raises(RepositoryError, match="Cannot create a database engine") as raised:
+        entry_point(url)
+    assert "s3c" not in str(raised.value) and "u:***@" in str(raised.value)
+
+
 def test_reading_the_revision_of_a_database_that_cannot_be_opened_is_a_repository_error(
     tmp_path: Path,
 ) -> None:

@@ -331,6 +331,7 @@ def test_non_text_meta_keys_are_text_at_every_depth_so_export_loads_back_the_sam
         ("{1: a, true: b}", "'1'", "'true'"),
         ("{1.0: a, 1: b}", "'1.0'", "'1'"),
         ("{0: a, x: y, false: b}", "'0'", "'false'"),
+        ("{0.0: a, -0.0: b}", "'0.0'", "'-0.0'"),
     ],
 )
 def test_two_keys_python_would_merge_are_refused_not_one_silently_dropped(
@@ -349,7 +350,35 @@ def test_two_keys_python_would_merge_are_refused_not_one_silently_dropped(
         assert "graph 'g'" in message and caught.value.graph_id == "g"
     # Written as text, both are kept.
     quoted = pair.replace("1.0", "'1.0'").replace("true", "'true'").replace("false", "'false'")
+    quoted = quoted.replace("-0.0", "'-0.0'")
     assert len(Graph.from_text(_NODE_META % quoted).nodes["s"].meta) == pair.count(":")
+
+
+@pytest.mark.parametrize(
+    "merged",
+    [
+        "base: &b {1: a}\nlayout:\n  - {id: s, type: start, meta: {x: {<<: *b, true: b}}}",
+        "b1: &b1 {1: a}\nb2: &b2 {true: b}\n"
+        "layout:\n  - {id: s, type: start, meta: {x: {<<: [*b1, *b2]}}}",
+    ],
+)
+def test_keys_python_would_merge_are_refused_when_a_merge_key_brings_them(merged: str) -> None:
+    with pytest.raises(GraphDefinitionError, match=r"The keys .* of one mapping in graph 'g'"):
+        Graph.from_text("id: g\n" + merged)
+
+
+def test_keys_the_reference_also_reads_as_one_load_as_before() -> None:
+    """The same key twice, a merged key overridden, a set and a collection key are the
+    building's business, as before the check of keys Python would merge."""
+    twice = Graph.from_text(_NODE_META % "{x: {1: a, 1: b}}")
+    assert dict(twice.nodes["s"].meta["x"]) == {"1": "b"}
+    overridden = Graph.from_text(
+        "id: g\nbase: &b {1: a, k: z}\nlayout:\n  - {id: s, type: start, meta: {x: {<<: *b, 1: b}}}"
+    )
+    assert dict(overridden.nodes["s"].meta["x"]) == {"1": "b", "k": "z"}
+    assert Graph.from_text(_NODE_META % "{x: !!set {1: null, true: null}}").nodes["s"].meta["x"]
+    with pytest.raises(GraphDefinitionError, match="unhashable key"):
+        Graph.from_text(_NODE_META % "{x: {? {1: a, true: b} : c}}")
 
 
 def test_oa_graph_round_trips_through_json_and_yaml() -> None:
