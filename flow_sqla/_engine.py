@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -23,7 +25,7 @@ def engine_for(bind: Engine | str) -> Engine:
     if isinstance(bind, Engine):
         return bind
     try:
-        return sa.create_engine(bind, json_serializer=json_dumps, pool_reset_on_return=None)
+        engine = sa.create_engine(bind, json_serializer=json_dumps, pool_reset_on_return=None)
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError, ValueError) as exc:
         # Not a URL, an unknown dialect, a bad query argument: a library error, not SQLAlchemy's.
         raise RepositoryError(f"Cannot create a database engine for {_shown(bind)}: {exc}") from exc
@@ -33,6 +35,28 @@ def engine_for(bind: Engine | str) -> Engine:
             f"Cannot create a database engine for {_shown(bind)}: its driver is not installed "
             f"({exc})"
         ) from exc
+    sa.event.listen(engine, "do_connect", _refusing_bad_arguments(_shown(bind)))
+    return engine
+
+
+def _refusing_bad_arguments(url: str) -> Callable[..., Any]:
+    """A ``do_connect`` listener that connects as SQLAlchemy would, and turns a driver refusing
+    the URL's query arguments — PyMySQL's ``TypeError`` for an unknown one (``?bad=1``), its
+    ``AttributeError`` for an unknown ``charset``, an unknown encoding's ``LookupError`` — into
+    a RepositoryError naming ``url``: SQLAlchemy wraps only the driver's own ``Error``
+    classes, so these left every operation (and the migrations) with a bare exception. For
+    engines made from URLs here; an engine the caller made is the caller's."""
+
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: Any) -> Any:
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except (TypeError, AttributeError, LookupError, ValueError) as exc:
+            raise RepositoryError(
+                f"Cannot connect to {url}: the driver refused the URL's arguments: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    return connect
 
 
 def _shown(url: object) -> str:

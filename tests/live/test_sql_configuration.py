@@ -151,6 +151,29 @@ def test_a_url_sqlalchemy_cannot_parse_is_named_with_its_password_hidden(
     assert "s3c" not in str(raised.value) and "u:***@" in str(raised.value)
 
 
+@pytest.mark.parametrize("query", ["bad=1", "charset=nosuch"])
+@pytest.mark.parametrize(
+    "entry_point",
+    [
+        lambda url: sql_workflow(url, flow_engine()).find_task("oa", ctx("q-1", "employee")),
+        migrations.upgrade,
+        migrations.current,
+    ],
+    ids=["operation", "upgrade", "current"],
+)
+def test_query_arguments_the_driver_refuses_are_a_repository_error(
+    entry_point: Callable[[str], object], query: str
+) -> None:
+    """PyMySQL refuses an unknown argument with TypeError and an unknown charset with
+    AttributeError when it connects — before any network: SQLAlchemy wraps neither, so every
+    operation and migration on such a URL ended with a bare exception."""
+    pytest.importorskip("pymysql")
+    url = f"mysql+pymysql://u:s3cret@127.0.0.1:1/x?{query}"
+    with pytest.raises(RepositoryError, match="the driver refused the URL's arguments") as raised:
+        entry_point(url)
+    assert "s3cret" not in str(raised.value)
+
+
 def test_reading_the_revision_of_a_database_that_cannot_be_opened_is_a_repository_error(
     tmp_path: Path,
 ) -> None:
