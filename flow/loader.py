@@ -92,8 +92,7 @@ def _check_nodes(root: yaml.Node, loader: Any) -> None:
     try:
         _yaml_nodes.measure(root, _yaml_nodes.Bounds(MAX_VALUES, MAX_DEPTH, CHARS_PER_VALUE))
     except _yaml_nodes.Refused as exc:
-        graph_id = _node_id(_yaml_nodes.document_id(root), loader)
-        whose = f"graph {graph_id!r}" if graph_id else "the graph text"
+        graph_id, whose = _document_name(root, loader)
         raise GraphDefinitionError(f"The document of {whose} {exc}", graph_id=graph_id) from None
 
 
@@ -103,8 +102,7 @@ def _check_keys(root: yaml.Node, loader: Any) -> None:
     merged = _yaml_nodes.keys_merged_by_python(root, loader)
     if merged is None:
         return
-    graph_id = _node_id(_yaml_nodes.document_id(root), loader)
-    whose = f"graph {graph_id!r}" if graph_id else "the graph text"
+    graph_id, whose = _document_name(root, loader)
     first, second = (
         f"{key.value!r} (line {key.start_mark.line + 1}, column {key.start_mark.column + 1})"
         for key in merged
@@ -114,6 +112,12 @@ def _check_keys(root: yaml.Node, loader: Any) -> None:
         "one key once read (as 1 and true, or 1 and 1.0, are): quote them to keep both as text",
         graph_id=graph_id,
     )
+
+
+def _document_name(root: yaml.Node, loader: Any) -> tuple[str | None, str]:
+    """The graph id of a composed document not built yet, and how an error names it."""
+    graph_id = _node_id(_yaml_nodes.document_id(root), loader)
+    return graph_id, f"graph {graph_id!r}" if graph_id else "the graph text"
 
 
 def _node_id(node: yaml.ScalarNode | None, loader: Any) -> str | None:
