@@ -34,6 +34,9 @@ class StoredRow(NamedTuple):
     vars: Mapping[str, Any]
     has_graph: bool
     aggregate: InstanceIndex | None = None
+    # The graph column's graph id, read only where nothing else tells which graph the row
+    # runs: a row not indexed yet with no states (the Go plugin's restart writes ``{}``).
+    graph_id: str | None = None
 
 
 def holds_nothing(states: Any, vars_null: bool, graph: Any) -> bool:

@@ -806,12 +806,28 @@ class SqlStateRepository:
         if self._dialect.json_as_text:
             states = _json_value(instance_id, states)
             variables = _json_value(instance_id, variables)
+        parsed = parse_states(instance_id, states)
+        aggregate = self._aggregate(instance_id, row) if self.keeps_task_index else None
+        unknown_graph = self.keeps_task_index and aggregate is None and not parsed
         return (_BlankRow if blank else StoredRow)(
-            states=parse_states(instance_id, states),
+            states=parsed,
             vars=parse_vars(instance_id, variables),
             has_graph=bool(graph),
-            aggregate=self._aggregate(instance_id, row) if self.keeps_task_index else None,
+            aggregate=aggregate,
+            graph_id=self._stored_graph_id(conn, instance_id, graph) if unknown_graph else None,
         )
+
+    def _stored_graph_id(self, conn: Connection, instance_id: str, graph: Any) -> str | None:
+        """The id of the graph stored with a row the locking read found, for the rare row
+        whose graph nothing else tells (not indexed, no states). ``graph`` is what that read
+        returned: the graph itself on SQLite, elsewhere a flag that one is stored — the
+        document is not fetched on every read — and then the row is read again."""
+        if not graph:
+            return None
+        if not self._dialect.row_locks:
+            return _graph_text(graph)[1]
+        row = self._fetch(conn, self._dialect.plain_read(instance_id), instance_id)
+        return None if row is None else _graph_text(row["graph"])[1]
 
     def _aggregate(self, instance_id: str, row: Any) -> InstanceIndex | None:
         """The task index's columns of a locking read's row (raw driver values)."""
@@ -902,6 +918,7 @@ class SqlStateRepository:
             vars=new_vars if audited else base.vars,
             has_graph=base.has_graph or write_graph,
             aggregate=new_index if with_index else base.aggregate,
+            graph_id=op.graph.id if write_graph and op.graph is not None else base.graph_id,
         )
 
     def _send(self, op: _Operation, write: _RowWrite) -> None:
@@ -1241,7 +1258,12 @@ class SqlStateRepository:
         """The states and stored aggregate as this operation's locking read found them."""
         op = self._op(ctx)
         stored = op.new_index if op.new_index is not None else op.base.aggregate
-        return IndexRead(states=dict(op.states), stored=stored, stored_before=not _empty(op.base))
+        return IndexRead(
+            states=dict(op.states),
+            stored=stored,
+            stored_before=not _empty(op.base),
+            stored_graph_id=op.base.graph_id,
+        )
 
     def index_check_graph(
         self, graph: Graph, controller: object, instance_id: str | None = None

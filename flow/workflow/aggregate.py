@@ -139,11 +139,15 @@ class IndexRead:
     aggregate (``None`` for a new instance, or one written before the index existed).
     ``stored_before`` says whether anything of the instance was stored before this unit of
     work — false for an unknown id; true for a row with empty states (the Go plugin's
-    restart writes ``{}``), which is still an instance at its first task."""
+    restart writes ``{}``), which is still an instance at its first task.
+    ``stored_graph_id`` is the id of the graph stored with the instance, where a repository
+    keeps one and nothing else tells which graph the instance runs: not indexed yet, and no
+    states (``None`` otherwise)."""
 
     states: Mapping[str, int]
     stored: InstanceIndex | None
     stored_before: bool = True
+    stored_graph_id: str | None = None
 
 
 @runtime_checkable

@@ -467,8 +467,9 @@ class WorkflowExecutor:
             read = index.index_read(ctx)
             if not read.stored_before or (unindexed_only and read.stored is not None):
                 return False
-            # Named a sub-graph of the graph the states belong to: that graph's aggregate.
-            root = root_by_states(self.engine, root, ctx.instance_id, read.states)
+            # Named a sub-graph of the graph the states (or, with none, the row's stored
+            # graph) belong to: that graph's aggregate.
+            root = self._root_not_indexed(root, ctx, read)
             self._check_for_index(root, ctx)
             # The gateways are evaluated with the variables of the locked row, not ctx's: a
             # reindex stores none.
@@ -554,15 +555,29 @@ class WorkflowExecutor:
         (see :meth:`_indexed_read`); :class:`GraphMismatchError` when it runs another."""
         stored = read.stored
         if stored is None or _replaced_behind_the_index(self.engine, graph, stored, read):
-            if not read.states:
-                return graph
+            return self._root_not_indexed(graph, ctx, read)
+        return self._root_named(graph, ctx, stored.graph_id)
+
+    def _root_not_indexed(self, graph: Graph, ctx: FlowContext, read: IndexRead) -> Graph:
+        """The root graph of an instance its index does not describe (not indexed yet, or its
+        states replaced behind the index) for an operation naming ``graph``: its state keys
+        tell (:func:`root_by_states`); with no states, the graph stored with it does — the
+        Go plugin's restart leaves the row's graph and ``{}`` states, and a reindex would
+        index the instance as that graph."""
+        if read.states:
             return root_by_states(self.engine, graph, ctx.instance_id, read.states)
-        if not stored.graph_id or stored.graph_id == graph.id:
+        return self._root_named(graph, ctx, read.stored_graph_id)
+
+    def _root_named(self, graph: Graph, ctx: FlowContext, graph_id: str | None) -> Graph:
+        """The root graph of an instance stored as graph ``graph_id`` (``None``: not known)
+        for an operation naming ``graph``: ``graph`` itself, or the root graph calling it;
+        :class:`GraphMismatchError` when the instance runs another graph."""
+        if not graph_id or graph_id == graph.id:
             return graph
-        root = self.engine.get_graph(stored.graph_id)
+        root = self.engine.get_graph(graph_id)
         if root is not None and graph.id in called_graphs(self.engine, root):
             return root
-        raise GraphMismatchError(ctx.instance_id, graph.id, stored.graph_id)
+        raise GraphMismatchError(ctx.instance_id, graph.id, graph_id)
 
     def _restart_root(self, graph: Graph, ctx: FlowContext, read: IndexRead) -> Graph:
         """The root graph a RESTART naming ``graph`` starts the instance over as: the root it
@@ -669,9 +684,12 @@ class WorkflowExecutor:
         showed (``walked``), or a dry walk, gives it."""
         states, vars_changed = index.index_changes(ctx)
         stored = read.stored
-        if stored is None and not states:
+        # A row not indexed yet has no graph of the index's, but may have one stored with it
+        # (the Go plugin's restarted row): a RESTART naming another graph moves it.
+        stored_graph = read.stored_graph_id if stored is None else stored.graph_id
+        same_graph = stored_graph in (None, graph.id)
+        if stored is None and not states and same_graph:
             return
-        same_graph = stored is None or stored.graph_id == graph.id
         if not vars_changed and states == read.states and same_graph:
             # Nothing changed — also for an instance not indexed yet: a read does not index
             # it (its walk ran on the caller's variables, which a read does not store).

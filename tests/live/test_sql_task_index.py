@@ -2100,6 +2100,51 @@ def test_an_operation_naming_another_graph_on_a_row_never_indexed_merges_nothing
     assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("sw-x", "switch-a")]
 
 
+_GO_RESTARTED_GRAPH = {
+    "as the Go plugin may store it, its id": lambda db: '"switch-a"',
+    "as flow_sqla stores it, its document": lambda db: None,
+}
+
+
+@pytest.mark.parametrize("stored_graph", sorted(_GO_RESTARTED_GRAPH))
+@pytest.mark.parametrize("operation", sorted({*_SWITCH_B_OPERATIONS, "withdraw"}))
+def test_an_operation_naming_another_graph_on_a_row_restarted_by_go_merges_nothing(
+    db: sa.Engine, operation: str, stored_graph: str
+) -> None:
+    """The Go plugin's restart leaves a row not indexed with ``{}`` states and the graph
+    stored with it: no state key tells its graph, the stored graph does. An operation naming
+    ``switch-b`` raises GraphMismatchError naming ``switch-a`` and writes nothing — it would
+    have indexed the instance as ``switch-b`` while its graph column still said ``switch-a``
+    (status and snapshot disagreeing, a reindex moving it back). It then goes on as
+    ``switch-a``'s, and its stored graph, snapshot and status agree."""
+    _switch_executor(db, index=False).claim_task("switch-a", _hr("sw-g"))
+    graph = _GO_RESTARTED_GRAPH[stored_graph](db)
+    _set_row(db, "sw-g", states="{}", **({} if graph is None else {"graph": graph}))
+    before = (_rows(db), _index_rows(db), _audit(db, "sw-g"))
+    ex = _switch_executor(db)
+    operations = {**_SWITCH_B_OPERATIONS, "withdraw": lambda ex, c: ex.withdraw("switch-b", c)}
+    with pytest.raises(GraphMismatchError, match="'sw-g' runs graph 'switch-a', not graph 'swi"):
+        operations[operation](ex, _hr("sw-g"))
+    assert (_rows(db), _index_rows(db), _audit(db, "sw-g")) == before
+    task = ex.claim_task("switch-a", _hr("sw-g"))
+    assert task is not None and task.node.id == "t"
+    snapshot = ex.state_repository.load_snapshot("sw-g")
+    assert snapshot is not None and snapshot.graph_id == "switch-a"
+    assert [(s.instance_id, s.graph_id) for s in ex.instances()] == [("sw-g", "switch-a")]
+
+
+def test_a_restart_naming_another_graph_moves_a_row_restarted_by_go(db: sa.Engine) -> None:
+    """A RESTART may start an instance over as another graph's, the Go plugin's restarted
+    row too: its stored graph follows, so snapshot and status agree on the new graph."""
+    _switch_executor(db, index=False).claim_task("switch-a", _hr("sw-r"))
+    _set_row(db, "sw-r", states="{}", graph='"switch-a"')
+    ex = _switch_executor(db)
+    ex.submit_task_at("switch-b", "t", TaskAction.RESTART, _hr("sw-r"))
+    assert [(t.graph_id, t.node_id) for t in ex.open_tasks("sw-r")] == [("switch-b", "t")]
+    snapshot = ex.state_repository.load_snapshot("sw-r")
+    assert snapshot is not None and snapshot.graph_id == "switch-b"
+
+
 def test_a_row_never_indexed_holding_two_graphs_states_goes_on_as_the_graph_named(
     db: sa.Engine,
 ) -> None:
