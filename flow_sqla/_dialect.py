@@ -608,7 +608,21 @@ class DialectOps:
         return orig is not None and self._is_lock_conflict(orig)
 
     def _select(self, instance_id: str) -> sa.Select[Any]:
-        return sa.select(*self._columns).where(self._table.c.instant_id == instance_id)
+        return sa.select(*self._columns).where(self.exactly(self._table.c.instant_id, instance_id))
+
+    def exactly(self, column: sa.ColumnElement[Any], value: str) -> sa.ColumnElement[bool]:
+        """``column = value``, the text compared exactly (case, accents, trailing spaces).
+
+        MySQL/MariaDB compare by the column's collation: in a table the migrations never
+        made exact (the Go plugin's DDL, ``utf8mb4_unicode_ci``; revision ``flow0003``)
+        ``'leave-1'`` finds the rows of ``'Leave-1 '`` — another instance's, or another
+        person's. There the bytes must match too; the plain comparison stays, so the
+        column's index still finds the rows."""
+        equal = column == value
+        if not self._mysql_family:
+            return equal
+        as_bytes = sa.cast(sa.literal(value, sa.String()), sa.LargeBinary)
+        return sa.and_(equal, sa.cast(column, sa.LargeBinary) == as_bytes)
 
     def _conflict_insert(self) -> postgresql.Insert | sqlite.Insert:
         if self.name == "postgresql":

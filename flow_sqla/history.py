@@ -201,7 +201,7 @@ class TaskHistoryRecorder:
         64-bit integer, or a ``connection`` that is not a SQLAlchemy ``Connection``."""
         check_readable_instance_id(instance_id)
         t = self._table
-        stmt = sa.select(*self._columns).where(t.c.flow_ins_id == instance_id)
+        stmt = sa.select(*self._columns).where(self._dialect.exactly(t.c.flow_ins_id, instance_id))
         if after_id is not None:
             stmt = stmt.where(t.c.id > _page_key(after_id, "after_id"))
         stmt = stmt.order_by(t.c.id)
@@ -222,7 +222,7 @@ class TaskHistoryRecorder:
         :meth:`history`."""
         check_readable(assignee, "assignee")
         t = self._table
-        stmt = sa.select(*self._columns).where(t.c.assignee == assignee)
+        stmt = sa.select(*self._columns).where(self._dialect.exactly(t.c.assignee, assignee))
         if before_id is not None:
             stmt = stmt.where(t.c.id < _page_key(before_id, "before_id"))
         stmt = stmt.order_by(t.c.id.desc()).limit(_page_size(limit))

@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 from _support import approve, count_rows, ctx, executor, migrate, raw_row
 
+from flow.errors import SnapshotError
 from flow_sqla import TaskHistoryRecorder
 from flow_sqla.migrations import downgrade, upgrade
 
@@ -83,6 +84,41 @@ def test_assignees_that_differ_only_in_case_have_separate_histories(engine: sa.E
     history = TaskHistoryRecorder(engine)
     assert [e.instance_id for e in history.by_assignee("employee")] == ["a-1"]
     assert [e.instance_id for e in history.by_assignee("Employee")] == ["a-2"]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS)
+def test_reads_of_tables_not_made_exact_never_return_another_instance_s_rows(
+    engine: sa.Engine, first: str, second: str
+) -> None:
+    """Before revision flow0003 (the reference's tables, as the Go plugin creates them:
+    ``utf8mb4_unicode_ci`` on MySQL/MariaDB) the collation merges the two ids. A claim of
+    ``second`` is refused (IdCollationError); the reads must not hand out ``first``'s row
+    and history under ``second``'s id either: for them ``second`` has nothing stored."""
+    upgrade(engine, "flow0002")
+    ex = executor(engine)
+    assert approve(ex, first, "employee", amount=100)
+    repository = ex.state_repository
+    assert repository.load_snapshot(second) is None
+    assert repository.states(second) == {}
+    with pytest.raises(SnapshotError, match="No stored instance"):
+        repository.restore_context(second)
+    history = TaskHistoryRecorder(engine)
+    assert history.history(second) == []
+    assert [e.instance_id for e in history.history(first)] == [first]
+    snapshot = repository.load_snapshot(first)
+    assert snapshot is not None and snapshot.instance_id == first
+
+
+@pytest.mark.parametrize("other", ["Employee", "employee ", "EMPLOYEE"])
+def test_assignees_read_from_tables_not_made_exact_are_compared_exactly(
+    engine: sa.Engine, other: str
+) -> None:
+    """Before flow0003 ``by_assignee`` of another spelling returned ``employee``'s rows."""
+    upgrade(engine, "flow0002")
+    assert approve(executor(engine), "a-1", "employee", amount=1)
+    history = TaskHistoryRecorder(engine)
+    assert history.by_assignee(other) == []
+    assert [e.assignee for e in history.by_assignee("employee")] == ["employee"]
 
 
 def test_flow0003_fixes_tables_created_with_the_reference_collation(engine: sa.Engine) -> None:
