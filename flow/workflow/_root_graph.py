@@ -21,7 +21,7 @@ from flow.workflow.errors import GraphMismatchError
 
 if TYPE_CHECKING:
     from flow.engine import FlowEngine
-    from flow.graph import Graph
+    from flow.graph import Graph, Node
 
 
 def sub_graphs(engine: FlowEngine, root: Graph) -> list[Graph]:
@@ -39,6 +39,19 @@ def sub_graphs(engine: FlowEngine, root: Graph) -> list[Graph]:
                     found[graph_id] = called
                     pending.append(called)
     return list(found.values())
+
+
+def graphs_called_by(engine: FlowEngine, node: Node) -> list[Graph] | None:
+    """The graph ``node`` calls (``task: "#id"``) and every graph that one calls, at any
+    depth, each once; ``[]`` for a node that calls none, ``None`` when the engine lacks
+    one of them (what it would have run cannot be told)."""
+    graph_id = _called_id(node)
+    if graph_id is None:
+        return []
+    called = engine.get_graph(graph_id)
+    if called is None or call_tree(engine, called) is None:
+        return None
+    return list({called.id: called, **{g.id: g for g in sub_graphs(engine, called)}}.values())
 
 
 def called_graphs(engine: FlowEngine, root: Graph) -> set[str]:
@@ -88,12 +101,16 @@ def _direct_calls(graph: Graph) -> tuple[str, ...]:
         return found
     calls = tuple(
         dict.fromkeys(
-            task[1:]
-            for node in graph.nodes.values()
-            if isinstance(task := node.task, str) and task.startswith("#") and task[1:]
+            called for node in graph.nodes.values() if (called := _called_id(node)) is not None
         )
     )
     return _DIRECT_CALLS.put(graph, calls)
+
+
+def _called_id(node: Node) -> str | None:
+    """The id of the graph ``node`` calls (``task: "#id"``), if it calls one."""
+    task = node.task
+    return task[1:] if isinstance(task, str) and task.startswith("#") and task[1:] else None
 
 
 def root_by_states(
@@ -126,4 +143,11 @@ def root_by_states(
     raise GraphMismatchError(instance_id, named.id, foreign[0] if root is None else root.id)
 
 
-__all__ = ["call_tree", "called_graphs", "root_by_states", "states_elsewhere", "sub_graphs"]
+__all__ = [
+    "call_tree",
+    "called_graphs",
+    "graphs_called_by",
+    "root_by_states",
+    "states_elsewhere",
+    "sub_graphs",
+]

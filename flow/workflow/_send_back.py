@@ -5,12 +5,15 @@ alone: nothing between them may split or join (parallel, inclusive or loop nodes
 other node with several outgoing links except an exclusive gateway — or an inclusive split
 whose conditions took only this task's branch), P must be an activity of the same root graph,
 and no other open task may come from P. Everything between P and the task
-(gateways, automatic nodes) is what P's submit settled on the way, and loses its state.
+(gateways, automatic nodes) is what P's submit settled on the way, and loses its state —
+the nodes of a sub-graph called on the way (``task: "#id"``) too, at any depth: they ran
+in that submit, and must run again (their gateways evaluated afresh) when P is forwarded
+again. So the same rules hold inside such a sub-graph, which must hold no human task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from flow.node_type import NodeType
@@ -30,10 +33,13 @@ def send_back_target(
     index: InstanceIndex,
     is_human: Callable[[Node], bool],
     settled: Callable[[Node], bool],
+    called: Callable[[Node], Sequence[Graph] | None],
 ) -> tuple[Node, tuple[Node, ...]]:
-    """P and the nodes between P and ``task`` (exclusive of both). ``settled(node)`` says
-    whether the instance holds a state for ``node``. Raises :class:`SendBackError` saying why
-    when the guard refuses."""
+    """P and the nodes between P and ``task`` (exclusive of both), followed by the nodes of
+    the sub-graphs called on the way. ``settled(node)`` says whether the instance holds a
+    state for ``node``; ``called(node)`` gives the graphs ``node`` calls, at any depth
+    (``None`` when one of them is not loaded). Raises :class:`SendBackError` saying why when
+    the guard refuses."""
 
     def refuse(reason: str) -> SendBackError:
         return SendBackError(instance_id, graph.id, task.node_id, reason)
@@ -69,7 +75,48 @@ def send_back_target(
             )
         if node.type != NodeType.EXCLUSIVE and len(node.next_links) > 1:
             raise refuse(f"{node.id!r} may open more than one task (several outgoing links)")
-    return previous, between
+    inner = _called_on_the_way(between, graph, called, is_human, refuse)
+    return previous, (*between, *inner)
+
+
+def _called_on_the_way(
+    between: tuple[Node, ...],
+    graph: Graph,
+    called: Callable[[Node], Sequence[Graph] | None],
+    is_human: Callable[[Node], bool],
+    refuse: Callable[[str], SendBackError],
+) -> tuple[Node, ...]:
+    """The nodes of the sub-graphs that the nodes ``between`` call, at any depth — P's
+    submit ran them all — after checking that they hold no human task and nothing that
+    splits or joins branches (the same guard as between P and the task)."""
+    inner: dict[Node, None] = {}
+    for node in between:
+        graphs = called(node)
+        if graphs is None:
+            raise refuse(f"{node.id!r} on the way calls a sub-graph that is not loaded")
+        for sub in graphs:
+            if sub is graph:
+                raise refuse(f"{node.id!r} on the way calls back graph {graph.id!r}")
+            for inside in sub.nodes.values():
+                _check_inside(inside, sub, node, is_human, refuse)
+                inner[inside] = None
+    return tuple(inner)
+
+
+def _check_inside(
+    inside: Node,
+    sub: Graph,
+    caller: Node,
+    is_human: Callable[[Node], bool],
+    refuse: Callable[[str], SendBackError],
+) -> None:
+    where = f"{inside.id!r} of sub-graph {sub.id!r}, called on the way by {caller.id!r},"
+    if inside.type in _SPLITS:
+        raise refuse(f"the {inside.type.name.lower()} gateway {where} splits or joins branches")
+    if inside.type != NodeType.EXCLUSIVE and len(inside.next_links) > 1:
+        raise refuse(f"{where} may open more than one task (several outgoing links)")
+    if inside.type == NodeType.ACTIVITY and is_human(inside):
+        raise refuse(f"{where} is a human task")
 
 
 def _single_branch_split(

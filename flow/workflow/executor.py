@@ -41,6 +41,7 @@ from flow.workflow._locks import INSTANCE_LOCKS
 from flow.workflow._overlay import OverlayRepository
 from flow.workflow._root_graph import (
     called_graphs,
+    graphs_called_by,
     root_by_states,
     states_elsewhere,
     sub_graphs,
@@ -406,6 +407,7 @@ class WorkflowExecutor:
                 current,
                 lambda n: not self.state_controller.is_auto_forward(ctx, n),
                 lambda n: state_key(n) in read.states,
+                lambda n: graphs_called_by(self.engine, n),
             )
             repository = self.state_repository
             for settled in (node, *between):

@@ -40,6 +40,8 @@ from flow_sqla.reindex import MAX_BATCH_SIZE
 from flow_sqla.wiring import sql_workflow
 from tests.unit.workflow.aggregate_walk import (
     CALLS_SUB_GRAPH,
+    GRADE,
+    GRADED,
     JUMP_TO_GATEWAY,
     SUB_GRAPH_REVIEW,
     SWITCH_A,
@@ -48,6 +50,7 @@ from tests.unit.workflow.aggregate_walk import (
     controller,
     flow_engine,
     new_walker,
+    sent_back_twice_routes,
 )
 
 TIMEOUT = 60.0
@@ -1710,6 +1713,21 @@ def test_a_full_reindex_repairs_todo_rows_edited_by_hand_and_leaves_the_others(
     assert approve(ex, "r-edited", "manager") and approve(ex, "r-stray", "manager")
     assert [t.instance_id for t in ex.inbox(ctx("q", "manager"))] == ["r-good", "r-gone"]
     assert ex.inbox(ctx("q", "mallory")) == []
+
+
+def test_send_back_clears_a_sub_graph_called_on_the_way_so_its_gateway_decides_again(
+    db: sa.Engine,
+) -> None:
+    """The stored variables and states of a sub-graph called between the application and
+    the approver's task: after a send-back the sub-graph runs again on the new amount (its
+    states kept, the third application — 500 — went to the manager)."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(GRADE))
+    engine.load(Graph.from_text(GRADED))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
+    assert sent_back_twice_routes(ex, "sb-1") == [["director"], ["manager"], ["director"]]
+    row = raw_row(db, "sb-1")
+    assert row is not None and row["vars"]["lvl"] == "big"
 
 
 def test_send_back_through_an_inclusive_split_that_took_only_its_branch(db: sa.Engine) -> None:

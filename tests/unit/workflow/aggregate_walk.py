@@ -110,6 +110,80 @@ layout:
   - {id: end, type: end}
 """
 
+#: A root graph whose route is decided inside a sub-graph it calls between two human tasks:
+#: ``grade`` sets ``lvl`` by ``amount``, ``graded`` routes on ``lvl`` (send-back must clear
+#: the sub-graph's states too, or its gateway never decides again).
+GRADE = """
+id: grade
+layout:
+  - {id: gs, type: start, link: ggw}
+  - id: ggw
+    type: exclusive
+    link:
+      - {nextId: gbig, when: "amount >= 100"}
+      - {nextId: gsmall}
+  - {id: gbig, task: 'lvl = "big"', link: ge}
+  - {id: gsmall, task: 'lvl = "small"', link: ge}
+  - {id: ge, type: end}
+"""
+GRADED = """
+id: graded
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: al}, link: call}
+  - {id: call, task: "#grade", link: route}
+  - id: route
+    type: exclusive
+    link:
+      - {nextId: director, when: 'lvl == "big"'}
+      - {nextId: manager}
+  - {id: director, meta: {actor: dir}, link: e}
+  - {id: manager, meta: {actor: mgr}, link: e}
+  - {id: e, type: end}
+"""
+#: ``graded`` with a sub-graph that splits and joins branches on the way instead.
+CHECKS = """
+id: checks
+layout:
+  - {id: cs, type: start, link: split}
+  - {id: split, type: parallel, link: [c1, c2]}
+  - {id: c1, task: "n1 = 1", link: join}
+  - {id: c2, task: "n2 = 1", link: join}
+  - {id: join, type: parallel, link: ce}
+  - {id: ce, type: end}
+"""
+CHECKED = """
+id: checked
+layout:
+  - {id: s, type: start, link: apply}
+  - {id: apply, meta: {actor: al}, link: call}
+  - {id: call, task: "#checks", link: mgr}
+  - {id: mgr, meta: {actor: mgr}, link: e}
+  - {id: e, type: end}
+"""
+
+
+def sent_back_twice_routes(ex: WorkflowExecutor, instance_id: str) -> list[list[str]]:
+    """The open tasks after each application of 500, 5 and 500 again on ``graded``, sent
+    back by the director, then the manager, in between."""
+
+    def apply(amount: int) -> list[str]:
+        c = FlowContext.of(instance_id, {"actor": "al", "amount": amount})
+        assert ex.submit_task_if_waiting(ex.claim_task("graded", c), TaskAction.FORWARD, c)
+        return [t.node_id for t in ex.open_tasks(instance_id)]
+
+    def send_back(actor: str, amount: int) -> None:
+        c = FlowContext.of(instance_id, {"actor": actor, "amount": amount})
+        assert ex.send_back(ex.claim_task("graded", c), c)
+
+    routes = [apply(500)]
+    send_back("dir", 500)
+    routes.append(apply(5))
+    send_back("mgr", 5)
+    routes.append(apply(500))
+    return routes
+
+
 INCLUSIVE = """
 id: incl
 layout:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from aggregate_walk import (
     CALLS_SUB_GRAPH,
+    CHECKED,
+    CHECKS,
     JUMP_TO_GATEWAY,
     SUB_GRAPH_REVIEW,
     SWITCH_A,
@@ -341,6 +343,27 @@ def test_send_back_of_the_first_task_is_refused(ex: WorkflowExecutor) -> None:
     with pytest.raises(SendBackError, match="first task"):
         ex.send_back(task, ctx)
     assert ex.open_tasks("i-1") == before
+
+
+def _graded(*texts: str) -> WorkflowExecutor:
+    engine = FlowEngine()
+    for text in texts:
+        engine.load(Graph.from_text(text))
+    return WorkflowExecutor(engine, ActorStateController())
+
+
+def test_send_back_across_a_sub_graph_that_splits_branches_is_refused_and_writes_nothing() -> None:
+    ex = _graded(CHECKS, CHECKED)
+    applicant = _ctx("sc-1", actor="al")
+    ex.submit_task_at("checked", "apply", TaskAction.FORWARD, applicant)
+    manager = _ctx("sc-1", actor="mgr")
+    task = ex.claim_task("checked", manager)
+    assert task is not None and task.node_id == "mgr"
+    states = dict(ex.state_repository.states("sc-1"))  # type: ignore[attr-defined]
+    match = "the parallel gateway 'split' of sub-graph 'checks', called on the way by 'call'"
+    with pytest.raises(SendBackError, match=match):
+        ex.send_back(task, manager)
+    assert ex.state_repository.states("sc-1") == states  # type: ignore[attr-defined]
 
 
 def test_send_back_out_of_a_parallel_split_is_refused_and_writes_nothing(
