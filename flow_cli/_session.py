@@ -526,6 +526,9 @@ def json_cell(raw: Any, *, graph: bool = False) -> Any:
     not JSON at all is the graph's bare id, as the Go plugin may store it."""
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", "replace")
+    if graph and isinstance(raw, int | float) and not isinstance(raw, bool):
+        # SQLite keeps a bare numeric id (``1001``) as a number: the id is its text.
+        return json.dumps(raw)
     if not isinstance(raw, str):
         return raw
     if graph and not raw.lstrip().startswith(("{", '"', "[")):

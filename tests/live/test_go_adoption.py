@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _go_plugin import GO_DDL, MYSQL_DDL, GoNode, backend, create_go_tables, go_record, go_state_put
+from _go_plugin import (
+    GO_DDL,
+    MYSQL_DDL,
+    GoNode,
+    backend,
+    create_go_tables,
+    go_record,
+    go_state_put,
+    json_param,
+)
 from alembic import command as alembic_command
 from alembic.script import ScriptDirectory
 
@@ -357,6 +366,31 @@ def _flow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     script = str(Path(sys.executable).with_name("flow"))
     return subprocess.run([script, *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_flow_instances_shows_a_bare_numeric_graph_id_as_the_id(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The graph column holding only a numeric id, bare (``1001``; SQLite hands it back as
+    a number): listed as that id with its graph not stored, not as an unreadable row."""
+    engine = sa.create_engine(db_url, poolclass=sa.NullPool)
+    try:
+        create_go_tables(engine)
+        go_state_put(engine, "num-1", {"1001:apply": 1001}, "go")
+        graph = json_param(engine, "g")
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    f"UPDATE bpm_flow_repository SET graph = {graph} WHERE instant_id = 'num-1'"
+                ),
+                {"g": "1001"},
+            )
+    finally:
+        engine.dispose()
+    listed = _flow("instances", "--db", db_url, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("num-1"))
+    assert "1001" in line and "(graph not stored)" in line and "unreadable" not in line
 
 
 def test_flow_cli_lists_migrates_and_continues_a_go_database(db_url: str, tmp_path: Path) -> None:
