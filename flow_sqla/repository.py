@@ -422,11 +422,26 @@ class SqlStateRepository:
             return
         check_instance_id(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
+            self._check_same_kind(ctx.connection, ctx.instance_id)
             self._check_row_not_in_use(ctx.connection, ctx.instance_id)
             yield from self._joined(ctx, ctx.connection)
         else:
             self._check_row_not_in_use(self._database, ctx.instance_id)
             yield from self._owned(ctx, lock)
+
+    def _check_same_kind(self, conn: Connection, instance_id: str | None) -> None:
+        """Refuse a caller's connection to another kind of database than the repository's
+        engine: the repository's statements are built for its own dialect (an upsert, a
+        locking read), and compiling them for another fails inside SQLAlchemy's compiler —
+        an ``AttributeError`` on PostgreSQL. Nothing is sent."""
+        kind = conn.dialect.name
+        if kind != self.engine.dialect.name:
+            raise RepositoryError(
+                f"The context's connection is to a {kind} database, and this repository's "
+                f"tables are on {self.engine.dialect.name} ({self._database}): pass a "
+                "Connection of the repository's engine (engine.begin())",
+                instance_id=instance_id,
+            )
 
     def _check_row_not_in_use(self, where: Connection | str, instance_id: str) -> None:
         """Refuse an operation on a row another repository's operation is changing in this
@@ -1371,6 +1386,7 @@ class SqlStateRepository:
             )
         with self._translating(instance_id):
             if isinstance(connection, Connection):
+                self._check_same_kind(connection, instance_id)
                 HELD.settle(connection)  # a claim's deferred write is part of what it sees
                 yield connection
                 return
@@ -1478,6 +1494,7 @@ class SqlStateRepository:
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):
+                self._check_same_kind(connection, instance_id)
                 HELD.settle(connection)  # a claim's deferred write is part of what it reads
                 return self._fetch(connection, stmt, instance_id)
             with self.engine.connect() as conn:

@@ -236,3 +236,27 @@ def test_history_rows_leave_out_the_same_keys_as_the_instance_row(db: sa.Engine)
         kept = set(stored["vars"])
         assert set(entry.variables) == kept
         assert ("role" if instance_id == "hf-1" else "ssn") not in kept
+
+
+def test_a_connection_to_another_kind_of_database_is_refused_before_any_sql(
+    db: sa.Engine, tmp_path: Path
+) -> None:
+    """The repository's statements are built for its engine's dialect: a caller's connection
+    to another kind of database (a second engine of the application's) gets a
+    RepositoryError naming both, for operations and for the reads that take a connection —
+    not an error from inside SQLAlchemy's compiler. Nothing is written on either side."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("the other database here is SQLite")
+    ex = sql_workflow(db, flow_engine(), state_controller=ActorStateController(), index=True)
+    other = sa.create_engine(f"sqlite:///{tmp_path / 'other.sqlite'}")
+    migrations.upgrade(other)
+    with other.begin() as conn:
+        c = ctx("mixed-1", "employee", amount=1)
+        c.connection = conn
+        with pytest.raises(RepositoryError, match="connection is to a sqlite database"):
+            ex.claim_task("oa", c)
+        with pytest.raises(RepositoryError, match="sqlite"):
+            ex.status("mixed-1", connection=conn)
+        with pytest.raises(RepositoryError, match="sqlite"):
+            ex.state_repository.restore_context("mixed-1", connection=conn)  # type: ignore[attr-defined]
+    assert raw_row(db, "mixed-1") is None and raw_row(other, "mixed-1") is None
