@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, RootTransaction, RowMapping, Transaction
@@ -110,6 +111,16 @@ MAX_GRAPH_DOC_BYTES = 4 << 20
 GRAPH_DOC_KEPT_BYTES = 256 << 10
 #: Rows kept across operations in ``cache="process"`` mode.
 PROCESS_CACHE_CAPACITY = 10_000
+
+
+class SnapshotIndexer(Protocol):
+    """What :meth:`SqlStateRepository.save_snapshot` needs to keep the task index: a
+    ``WorkflowExecutor`` (its ``index_snapshot``) whose repository is this one."""
+
+    @property
+    def state_repository(self) -> object: ...
+
+    def index_snapshot(self, graph: Graph, ctx: FlowContext) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,6 +411,7 @@ class SqlStateRepository:
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
         self._candidates = GraphCandidateChecks()
+        self._indexer: weakref.ReferenceType[SnapshotIndexer] | None = None
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -1404,6 +1416,24 @@ class SqlStateRepository:
             op.graph = graph
             op.force_graph = True
             op.replace_vars = True
+            indexer = self._snapshot_indexer()
+            if indexer is not None:
+                indexer.index_snapshot(graph, ctx)
+
+    def index_snapshots_with(self, executor: SnapshotIndexer) -> None:
+        """Let :meth:`save_snapshot` keep the task index: the variables it replaces route the
+        instance's open tasks, which only an executor's walk (graph, state controller) can
+        compute. :func:`~flow_sqla.sql_workflow` calls it with the executor it builds (held
+        weakly). Without one — a repository wired by hand — ``save_snapshot`` leaves the
+        index as it was; ``workflow.reindex(graph, ctx)`` after it brings it up to date."""
+        self._indexer = weakref.ref(executor)
+
+    def _snapshot_indexer(self) -> SnapshotIndexer | None:
+        indexer = self._indexer() if self._indexer is not None and self.keeps_task_index else None
+        # An executor that has since been given another repository indexes that one's rows.
+        if indexer is None or getattr(indexer, "state_repository", None) is not self:
+            return None
+        return indexer
 
     def load_snapshot(self, instance_id: str) -> Snapshot | None:
         """Everything stored for ``instance_id``, or ``None`` when it has no row. Raises

@@ -62,24 +62,27 @@ def sql_workflow(
     excluded = options.context_keys("vars_filter", vars_filter)
     if excluded is None:
         excluded = identity_keys(state_controller)
-    return WorkflowExecutor(
+    repository = SqlStateRepository(
+        db,
+        tables,
+        cache=cache,
+        flow_engine=engine,
+        plain_json=plain_json,
+        limits=limits,
+        index=index,
+        vars_filter=excluded,
+    )
+    workflow = WorkflowExecutor(
         engine,
         state_controller,
-        SqlStateRepository(
-            db,
-            tables,
-            cache=cache,
-            flow_engine=engine,
-            plain_json=plain_json,
-            limits=limits,
-            index=index,
-            vars_filter=excluded,
-        ),
+        repository,
         recorder=TaskHistoryRecorder(
             db, tables, plain_json=plain_json, limits=limits, index=index, vars_filter=excluded
         ),
         max_steps=max_steps,
     )
+    repository.index_snapshots_with(workflow)  # save_snapshot then keeps the index
+    return workflow
 
 
 def identity_keys(state_controller: object) -> frozenset[str]:

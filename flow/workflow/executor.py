@@ -441,6 +441,20 @@ class WorkflowExecutor:
                 self.recorder.record(ctx, record)
         return True
 
+    def index_snapshot(self, graph: Graph, ctx: FlowContext) -> None:
+        """Recompute the aggregate of ``ctx.instance_id`` inside the repository's unit of work
+        that stores a snapshot of it (``graph``, the states as stored, the context's variables
+        replacing the stored ones): a repository keeping the task index calls it from
+        ``save_snapshot`` — the open tasks route on the variables, and the repository has no
+        walk of its own. The aggregate is written with the snapshot, or not at all. Not for
+        applications: call ``save_snapshot``."""
+        index = self._indexing()
+        if index is None:
+            return
+        read = index.index_read(ctx)
+        # The row's graph becomes ``graph`` (or stays the root graph calling it).
+        self._index_end(index, self._restart_root(graph, ctx, read), ctx, read)
+
     def reindex(
         self,
         graph: Graph | str,

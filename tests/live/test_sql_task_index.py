@@ -2781,3 +2781,24 @@ def test_a_send_back_of_a_sub_graph_s_task_on_replaced_states_writes_nothing(
     with pytest.raises(GraphMismatchError, match="'sb-r' runs graph 'gone'"):
         ex.send_back(task, _reviewer("sb-r"))
     assert (_rows(db), _index_rows(db), raw_row(db, "sb-r")) == before
+
+
+def test_save_snapshot_with_other_routing_variables_moves_the_open_task(db: sa.Engine) -> None:
+    """The variables ``save_snapshot`` stores route the instance: its open tasks — inbox,
+    status, who may claim — follow them in the same write (the manager's inbox listed a task
+    only the director could claim, and the director's inbox stayed empty)."""
+    ex = executor(db, index=True)
+    assert approve(ex, "ss-1", "employee", amount=10)
+    assert [t.node_id for t in ex.open_tasks("ss-1")] == ["manager"]
+    repository = ex.state_repository
+    restored = repository.restore_context("ss-1")  # type: ignore[attr-defined]
+    restored.put("amount", 9000)
+    with db.begin() as conn:
+        restored.connection = conn
+        repository.save_snapshot(restored, ex.engine.get_graph("oa"))  # type: ignore[attr-defined]
+    assert [t.node_id for t in ex.open_tasks("ss-1")] == ["director"]
+    assert ex.inbox(ctx(None, "manager")) == []
+    assert [t.node_id for t in ex.inbox(ctx(None, "director"))] == ["director"]
+    assert ex.claim_task("oa", ctx("ss-1", "manager")) is None
+    task = ex.claim_task("oa", ctx("ss-1", "director"))
+    assert task is not None and task.node.id == "director"
