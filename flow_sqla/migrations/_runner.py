@@ -97,9 +97,26 @@ def _run_online(
     """Run on ``connection`` holding the table set's migration lock from before anything is
     read (see :func:`flow_sqla._dialect.migration_lock`): replicas upgrading at once take
     turns, and the later ones find the schema migrated."""
-    key = f"{connection.engine.url.database}|{names.schema}|{names.version_table}"
-    with migration_lock(connection, key, timeout=lock_timeout):
+    with migration_lock(connection, lock_key(connection, names), timeout=lock_timeout):
         _migrate(connection, names, options)
+
+
+def lock_key(connection: sa.Connection, names: TableNames) -> str:
+    """The name of the migration lock of ``names``: database, schema and version table.
+
+    Keyed on the schema the tables are actually in, not on how the caller spelled it:
+    ``schema=None`` means the connection's default schema (PostgreSQL's ``public`` on the
+    usual search path, the URL's database on MySQL/MariaDB, ``main`` on SQLite), so a replica
+    naming that schema and one leaving it out take the same lock instead of migrating at once.
+    On MySQL/MariaDB a schema is a database: the URL's database does not enter the key, or
+    ``schema="app"`` from a URL on ``other`` and no schema from a URL on ``app`` would differ.
+    """
+    schema = names.schema or connection.dialect.default_schema_name or ""
+    if connection.dialect.name in ("mysql", "mariadb"):
+        database = schema
+    else:
+        database = connection.engine.url.database or ""
+    return f"{database}|{schema}|{names.version_table}"
 
 
 def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:

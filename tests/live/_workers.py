@@ -80,4 +80,31 @@ def upgrade_at_once(url: str, worker: int, barrier: Any, results: Any) -> None:
         results.put((worker, f"{type(exc).__name__}: {exc}"))
 
 
-__all__ = ["drive_instances", "race_one_task", "upgrade_at_once"]
+def upgrade_pausing_in_the_lock(
+    url: str, schema: str | None, held: Any, release: Any, results: Any
+) -> None:
+    """Run ``migrations.upgrade(url, schema=schema)``, pausing once inside its migration lock
+    (``held`` set) until ``release`` is set; report ``"ok"`` or the error's type and message.
+
+    A process of its own: Alembic's ``context`` is one per process, so two upgrades cannot
+    overlap in threads."""
+    from flow_sqla import migrations
+    from flow_sqla.migrations import _runner
+
+    migrate = _runner._migrate
+
+    def paused(*args: Any) -> None:
+        held.set()
+        release.wait(timeout=BARRIER_TIMEOUT)
+        migrate(*args)
+
+    _runner._migrate = paused
+    try:
+        migrations.upgrade(url, schema=schema)
+        results.put("ok")
+    except BaseException as exc:
+        held.set()
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+__all__ = ["drive_instances", "race_one_task", "upgrade_at_once", "upgrade_pausing_in_the_lock"]

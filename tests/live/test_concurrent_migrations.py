@@ -10,12 +10,13 @@ import time
 
 import pytest
 import sqlalchemy as sa
-from _workers import upgrade_at_once
+from _workers import upgrade_at_once, upgrade_pausing_in_the_lock
 from alembic.script import ScriptDirectory
 
 from flow_sqla import MigrationLockError, RepositoryError
 from flow_sqla._dialect import migration_lock
-from flow_sqla.migrations import current, make_config, upgrade
+from flow_sqla.migrations import _runner, current, make_config, upgrade
+from flow_sqla.tables import TableNames
 
 REPLICAS = 4
 #: The newest revision: what a finished upgrade records.
@@ -71,12 +72,13 @@ def test_an_upgrade_waits_for_a_migration_in_progress_then_finds_it_done(
 ) -> None:
     """The lock is held by "another replica" (a thread here); the upgrade blocks until it is
     released, then reads the version table afresh."""
-    key = f"{engine.url.database}|None|flow_alembic_version"
     held, release = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
     def other_replica() -> None:
         try:
+            with engine.connect() as conn, conn.begin():
+                key = _runner.lock_key(conn, TableNames.create())
             with engine.connect() as conn, conn.begin(), migration_lock(conn, key, timeout=30):
                 upgrade(conn)
                 held.set()
@@ -111,4 +113,57 @@ def test_a_failing_migration_is_a_repository_error_and_releases_the_lock(
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM flow_alembic_version")
     upgrade(engine, lock_timeout=5)  # nothing was left holding the lock
+    assert current(engine) == HEAD
+
+
+def _default_schema(engine: sa.Engine) -> str:
+    """The schema a connection uses when none is named (PostgreSQL's ``public``, the URL's
+    database on MySQL/MariaDB), spelled out."""
+    with engine.connect() as conn:
+        name = conn.dialect.default_schema_name
+    assert name
+    return name
+
+
+@pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)
+@pytest.mark.parametrize("holder_names_it", [False, True], ids=["holder-none", "holder-named"])
+def test_naming_the_default_schema_takes_the_same_lock_as_naming_none(
+    engine: sa.Engine, holder_names_it: bool
+) -> None:
+    """``schema=None`` and the default schema spelled out are one table set: while one replica
+    migrates, the other waits (two locks would let both create the tables at once and one
+    fail on "already exists")."""
+    upgrade(engine)
+    spelled = _default_schema(engine)
+    holder, waiter = (spelled, None) if holder_names_it else (None, spelled)
+    held, release, results = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue()
+    other_replica = SPAWN.Process(
+        target=upgrade_pausing_in_the_lock,
+        args=(_url(engine), holder, held, release, results),
+        daemon=True,
+    )
+    other_replica.start()
+    try:
+        assert held.wait(timeout=120)
+        with pytest.raises(MigrationLockError):
+            upgrade(engine, schema=waiter, lock_timeout=0.2)
+    finally:
+        release.set()
+        outcome = results.get(timeout=120)
+        other_replica.join(timeout=30)
+        results.close()
+        results.join_thread()
+    assert outcome == "ok"
+    upgrade(engine, schema=waiter)
+    assert current(engine) == current(engine, schema=spelled) == HEAD
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_lock_key_of_sqlite_names_its_main_schema(engine: sa.Engine) -> None:
+    """SQLite's write lock needs no key, but the key (named in ``MigrationLockError``) is
+    built the same way: the schema in use, ``main``, when none is given."""
+    names = TableNames.create()
+    with engine.connect() as conn:
+        assert _runner.lock_key(conn, names).endswith("|main|flow_alembic_version")
+    upgrade(engine)
     assert current(engine) == HEAD
