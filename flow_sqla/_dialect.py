@@ -240,6 +240,12 @@ def _compile_modify_mysql(element: ModifyIdColumns, compiler: DDLCompiler, **kw:
 #: Seconds ``migrations.upgrade``/``downgrade`` wait for another process's migration of the
 #: same table set by default.
 MIGRATION_LOCK_TIMEOUT = 600.0
+#: The longest wait for that lock one may ask for: 24 days, within every backend's limit.
+#: PostgreSQL's ``lock_timeout`` is at most 2147483647 ms (about 24.8 days, an error above),
+#: MariaDB's ``GET_LOCK`` gives up at once on a huge timeout (1e12 s and more), SQLite's busy
+#: timeout is a 32-bit count of milliseconds. One bound for all, so a value that works in a
+#: SQLite test works in production too.
+MAX_MIGRATION_LOCK_TIMEOUT = 24 * 86400.0
 
 
 @contextmanager
@@ -869,6 +875,7 @@ _TRANSACTION_PROBES: dict[str, Callable[[Any], bool]] = {
 __all__ = [
     "INDEX_COLUMNS",
     "LOCK_COLUMNS",
+    "MAX_MIGRATION_LOCK_TIMEOUT",
     "MIGRATION_LOCK_TIMEOUT",
     "ROW_COLUMNS",
     "WRITE_OPTIONS",

@@ -115,8 +115,10 @@ def upgrade(
     commit DDL implicitly anyway); otherwise Alembic commits. Processes upgrading the same
     table set at once take turns on a database lock (``GET_LOCK`` on MySQL/MariaDB, an
     advisory lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite): the first migrates, the
-    others then find it done. ``lock_timeout`` (seconds, default 600) bounds the wait; past
-    it :class:`~flow_sqla.errors.MigrationLockError` is raised. Any failure is a
+    others then find it done. ``lock_timeout`` (seconds, default 600, at most 2073600 = 24
+    days on every backend; else a :class:`~flow_sqla.errors.RepositoryError` before any lock
+    is asked for) bounds the wait; past it :class:`~flow_sqla.errors.MigrationLockError` is
+    raised. Any failure is a
     :class:`~flow_sqla.errors.RepositoryError` with the cause chained.
     """
     names = TableNames.create(

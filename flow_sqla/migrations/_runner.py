@@ -8,6 +8,7 @@ from before the version table is read until the end, so replicas upgrading at on
 
 from __future__ import annotations
 
+import numbers
 import os
 from logging.config import fileConfig
 from pathlib import Path
@@ -17,7 +18,7 @@ import sqlalchemy as sa
 from alembic import context
 from alembic.config import Config
 
-from flow_sqla._dialect import MIGRATION_LOCK_TIMEOUT, migration_lock
+from flow_sqla._dialect import MAX_MIGRATION_LOCK_TIMEOUT, MIGRATION_LOCK_TIMEOUT, migration_lock
 from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import LOCK_TIMEOUT_KEY, NAMES_KEY, resolve_names
 from flow_sqla.migrations._adopt import (
@@ -148,17 +149,46 @@ def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, An
 
 
 def _lock_timeout(config: Config) -> float:
-    """``upgrade(..., lock_timeout=...)``, else ``-x lock_timeout=...``, else the default."""
+    """``upgrade(..., lock_timeout=...)`` (a number), else ``-x lock_timeout=...`` (its text),
+    else the default.
+
+    Checked before the lock is asked for, so a bad value changes nothing: a value no backend
+    can wait for would otherwise fail on one backend only (or, on MariaDB, not wait at all).
+    Raises :class:`RepositoryError` naming the value."""
     value = config.attributes.get(LOCK_TIMEOUT_KEY)
-    if value is None:
+    if value is not None:
+        timeout = _seconds(value)
+    else:
         value = context.get_x_argument(as_dictionary=True).get("lock_timeout")
-    try:
-        timeout = MIGRATION_LOCK_TIMEOUT if value is None else float(value)
-    except ValueError:
-        raise RepositoryError(f"lock_timeout must be a number of seconds, got {value!r}") from None
-    if not timeout >= 0:
-        raise RepositoryError(f"lock_timeout must be >= 0 seconds, got {value!r}")
+        if value is None:
+            return MIGRATION_LOCK_TIMEOUT
+        timeout = _seconds_in_text(value)
+    if timeout is None or not 0 <= timeout <= MAX_MIGRATION_LOCK_TIMEOUT:
+        raise RepositoryError(
+            f"lock_timeout must be a number of seconds from 0 to "
+            f"{MAX_MIGRATION_LOCK_TIMEOUT:.0f} (24 days), got {value!r}"
+        )
     return timeout
+
+
+def _seconds(value: object) -> float | None:
+    """``value`` as seconds when it is a real number — not a bool (which Python counts as
+    one), not text — else ``None``, as for an integer too large for a float. NaN and the
+    infinities come back as they are: the range check refuses them."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
+
+
+def _seconds_in_text(text: str) -> float | None:
+    """The seconds ``-x lock_timeout=...`` spells, ``None`` when it is no number."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _url(config: Config) -> str:

@@ -3,18 +3,21 @@ every one succeeds, the schema is migrated once, nobody sees "already exists".""
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import queue
 import threading
 import time
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from _workers import upgrade_at_once, upgrade_pausing_in_the_lock
+from alembic import command as alembic_command
 from alembic.script import ScriptDirectory
 
 from flow_sqla import MigrationLockError, RepositoryError
-from flow_sqla._dialect import migration_lock
+from flow_sqla._dialect import MAX_MIGRATION_LOCK_TIMEOUT, migration_lock
 from flow_sqla.migrations import _runner, current, make_config, upgrade
 from flow_sqla.tables import TableNames
 
@@ -166,4 +169,40 @@ def test_the_lock_key_of_sqlite_names_its_main_schema(engine: sa.Engine) -> None
     with engine.connect() as conn:
         assert _runner.lock_key(conn, names).endswith("|main|flow_alembic_version")
     upgrade(engine)
+    assert current(engine) == HEAD
+
+
+#: Values no backend can wait for (or that are no number of seconds): refused alike everywhere.
+BAD_LOCK_TIMEOUTS: list[Any] = [
+    float("inf"),
+    MAX_MIGRATION_LOCK_TIMEOUT + 1,  # PostgreSQL's own limit is about 24.8 days
+    30 * 86400,
+    1e308,  # MariaDB's GET_LOCK gives up at once
+    10**400,  # too large for a float
+    True,
+    False,
+    "10",
+    -1,
+    float("-inf"),
+    float("nan"),
+]
+
+
+def test_a_lock_timeout_out_of_range_is_refused_before_anything_is_written(
+    engine: sa.Engine,
+) -> None:
+    for value in BAD_LOCK_TIMEOUTS:
+        with pytest.raises(RepositoryError) as caught:
+            upgrade(engine, lock_timeout=value)
+        assert type(caught.value) is RepositoryError, value  # not a lock that timed out
+        assert "lock_timeout must be a number of seconds from 0 to 2073600" in str(caught.value)
+    for text in ("inf", "nan", "-1", "2073601", "soon"):
+        with engine.connect() as conn:
+            config = make_config(connection=conn)
+            config.cmd_opts = argparse.Namespace(x=[f"lock_timeout={text}"])
+            with pytest.raises(RepositoryError, match=f"got '{text}'"):
+                alembic_command.upgrade(config, "head")
+    assert sa.inspect(engine).get_table_names() == []
+    upgrade(engine, lock_timeout=MAX_MIGRATION_LOCK_TIMEOUT)  # the bound works everywhere
+    upgrade(engine, lock_timeout=0)
     assert current(engine) == HEAD
