@@ -89,8 +89,10 @@ class ColumnDifference:
     """One way an existing table differs from the schema a revision expects.
 
     ``kind`` is ``"missing table"``, ``"missing"`` (a column the revision has and the table
-    lacks), ``"extra"`` (the other way round), ``"type"``, ``"nullable"`` or ``"unique"`` (no
-    unique key on the column). ``expected``/``found`` describe both sides where they apply.
+    lacks), ``"extra"`` (the other way round), ``"type"``, ``"nullable"``, ``"unique"`` (no
+    unique key on the column) or ``"missing index"`` (``expected`` names it, ``column`` is
+    ``None``: a revision that creates two indexes left one). ``expected``/``found`` describe
+    both sides where they apply.
     """
 
     table: str
@@ -110,6 +112,8 @@ class ColumnDifference:
             return f"{where}: extra column ({self.found})"
         if self.kind == "unique":
             return f"{where}: no unique key (the upsert on it needs one)"
+        if self.kind == "missing index":
+            return f"{where}: index {self.expected} missing (the revision creates it)"
         label = "nullability" if self.kind == "nullable" else self.kind
         return f"{where}: {label} {self.expected} expected, found {self.found}"
 
@@ -133,22 +137,29 @@ class SchemaMismatchError(RepositoryError):
         )
         self.revision = revision
         lines = "\n".join(f"- {d.describe()}" for d in self.differences)
-        if any(d.kind == "missing table" for d in self.differences):
-            # One table of the pair exists, the other not: most often a mistyped name.
-            advice = (
-                "One table of the set is missing: check the configured table names "
-                "(repo_table/task_table; FLOW_REPO_TABLE/FLOW_TASK_TABLE for the CLI and "
-                "alembic) — stamping would not create it."
-            )
-        else:
-            advice = (
-                "Alter the tables to match, or, if you know they are compatible, record the "
-                f"revision yourself ('alembic stamp {revision}') and upgrade again."
-            )
+        source = " (the Go plugin's ddl.sql)" if revision == "flow0001" else ""
         super().__init__(
-            f"The existing flow tables cannot be adopted: they differ from revision {revision} "
-            f"(the Go plugin's ddl.sql) in {len(self.differences)} place(s):\n{lines}\n{advice}"
+            f"The existing flow tables cannot be adopted: they differ from revision {revision}"
+            f"{source} in {len(self.differences)} place(s):\n{lines}\n"
+            f"{_mismatch_advice(self.differences, revision)}"
         )
+
+
+def _mismatch_advice(differences: tuple[ColumnDifference, ...], revision: str) -> str:
+    """What to do about ``differences``: the likeliest cause first, since one fix may remove
+    the rest."""
+    kinds = {d.kind for d in differences}
+    if "missing table" in kinds:
+        # One table of the pair exists, the other not: most often a mistyped name.
+        return (
+            "One table of the set is missing: check the configured table names "
+            "(repo_table/task_table; FLOW_REPO_TABLE/FLOW_TASK_TABLE for the CLI and "
+            "alembic) — stamping would not create it."
+        )
+    return (
+        "Alter the tables to match, or, if you know they are compatible, record the "
+        f"revision yourself ('alembic stamp {revision}') and upgrade again."
+    )
 
 
 class StaleCacheError(ConcurrentSubmitError):

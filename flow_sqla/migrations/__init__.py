@@ -107,9 +107,10 @@ def upgrade(
 
     Existing tables that no version table of ours records are adopted: the Go plugin's tables
     (no version table) are checked column by column against ``flow0001`` and upgraded from
-    there, or refused with :class:`~flow_sqla.errors.SchemaMismatchError` listing every
-    difference; our revisions recorded in a host app's ``alembic_version`` (recipe B) are
-    upgraded there, touching only our row.
+    the revision they are at (see :func:`current`), or refused with
+    :class:`~flow_sqla.errors.SchemaMismatchError` listing every difference; our revisions
+    recorded in a host app's ``alembic_version`` (recipe B) are upgraded there, touching only
+    our row.
 
     On the caller's ``Connection`` inside a transaction nothing is committed (MySQL/MariaDB
     commit DDL implicitly anyway); otherwise Alembic commits. Processes upgrading the same
@@ -166,10 +167,12 @@ def current(
     """The revision applied to the table set, or ``None`` when there are no tables.
 
     Recognises tables no version table of ours records: our revisions in a host app's
-    ``alembic_version`` (recipe B), and tables the Go plugin's ``ddl.sql`` created, reported
-    as ``"flow0001"`` when their columns match (the head revision for tables equal to the
-    ``FlowTables`` schema, e.g. from ``metadata.create_all()``; else
-    :class:`~flow_sqla.errors.SchemaMismatchError` lists the differences). Reads only.
+    ``alembic_version`` (recipe B), and unrecorded tables whose columns match ``flow0001``,
+    reported as the revision they are at: ``"flow0001"`` for the Go plugin's ``ddl.sql``,
+    ``"flow0002"``/``"flow0003"`` for ours with that revision's indexes (and exact id
+    collation), the head revision for tables equal to the ``FlowTables`` schema (e.g. from
+    ``metadata.create_all()``); else :class:`~flow_sqla.errors.SchemaMismatchError` lists the
+    differences. Reads only.
     """
     names = TableNames.create(
         repo_table=repo_table,

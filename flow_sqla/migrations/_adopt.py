@@ -4,10 +4,12 @@ Two kinds of databases hold our tables without ``flow_alembic_version`` saying s
 
 * **Go plugin tables** — created by its ``ddl.sql`` (or by hand), no version table at all. Their
   columns are compared with revision ``flow0001`` (the same DDL); when they match the run
-  stamps ``flow0001`` and continues from there, when they do not,
+  stamps the revision they are at and continues from there, when they do not,
   :class:`~flow_sqla.errors.SchemaMismatchError` lists every difference before anything is
-  written. Tables that equal the head schema entirely (``FlowTables.metadata.create_all()``)
-  are stamped at head instead: re-running the later revisions would fail on what exists.
+  written. The revision is the newest whose shape they have: head for tables that equal the
+  head schema entirely (``FlowTables.metadata.create_all()``), ``flow0003``/``flow0002`` for
+  ours whose version table was dropped (the indexes and collation those revisions leave),
+  else ``flow0001``: re-running a later revision would fail on what exists.
 * **Recipe B** — a host application ran our revisions inside its own Alembic history, so its
   ``alembic_version`` holds our revision next to its own. The run then keeps using that table,
   sees only our revisions in it and updates only our row, so the host's ``alembic upgrade
@@ -33,8 +35,16 @@ from alembic.script import ScriptDirectory
 from alembic.script.revision import RevisionError
 from alembic.util import CommandError
 
+from flow_sqla._dialect import exact_collation
 from flow_sqla.errors import ColumnDifference, RepositoryError, SchemaMismatchError
-from flow_sqla.migrations._reference import REFERENCE_REVISION, reference_metadata
+from flow_sqla.migrations._reference import (
+    EXACT_ID_REVISION,
+    EXACT_REPOSITORY_COLUMNS,
+    EXACT_TASK_COLUMNS,
+    INDEX_REVISION,
+    REFERENCE_REVISION,
+    reference_metadata,
+)
 from flow_sqla.tables import TableNames
 
 #: The version table Alembic uses when an application does not name one (recipe B).
@@ -97,14 +107,65 @@ def plan(conn: sa.Connection, names: TableNames, revisions: frozenset[str]) -> A
 def adopted_revision(
     conn: sa.Connection, names: TableNames, head: str | None, head_metadata: sa.MetaData
 ) -> str:
-    """The revision unrecorded tables are at: ``head`` when they equal ``head_metadata``
-    (every table, column, type, nullability and index), else ``flow0001`` when their columns
-    match it. Raises :class:`SchemaMismatchError` (the differences from ``flow0001``)
-    otherwise."""
+    """The revision unrecorded tables are at, newest first: ``head`` when they equal
+    ``head_metadata`` (every table, column, type, nullability and index); else, when their
+    columns match ``flow0001``, the revision the later revisions' marks tell (see
+    :func:`_marked_revision`): the Go plugin's tables are at ``flow0001``, ours whose version
+    table was dropped at ``flow0002`` or ``flow0003``, so the upgrade continues from there
+    instead of failing on an index that exists. Raises :class:`SchemaMismatchError` (the
+    differences from ``flow0001``) otherwise. Reads only."""
     if head is not None and not _full_differences(conn, names, head_metadata):
         return head
     check_reference_tables(conn, names)
-    return REFERENCE_REVISION
+    return _marked_revision(conn, names)
+
+
+def _marked_revision(conn: sa.Connection, names: TableNames) -> str:
+    """Which of ``flow0001``-``flow0003`` tables whose columns match ``flow0001`` are at.
+
+    ``flow0002`` leaves its two indexes; ``flow0003`` then the exact collation on the id
+    columns on MySQL/MariaDB, and nothing on PostgreSQL/SQLite, where tables with the indexes
+    are taken to be at ``flow0003`` (nothing of it is left to do). Id columns of which only
+    some are exact (an interrupted ``flow0003``) count as ``flow0002``: running ``flow0003``
+    again is harmless. One index of the two (an interrupted ``flow0002``) fits no revision:
+    :class:`SchemaMismatchError` naming the missing one."""
+    inspector = sa.inspect(conn)
+    present = {ix["name"] for ix in inspector.get_indexes(names.task_table, schema=names.schema)}
+    wanted = (names.flow_ins_id_index, names.assignee_index)
+    missing = [name for name in wanted if name not in present]
+    if len(missing) == len(wanted):
+        return REFERENCE_REVISION
+    if missing:
+        raise SchemaMismatchError(
+            [
+                ColumnDifference(
+                    table=names.task_table, column=None, kind="missing index", expected=name
+                )
+                for name in missing
+            ],
+            revision=INDEX_REVISION,
+        )
+    return EXACT_ID_REVISION if _ids_exact(conn, names) else INDEX_REVISION
+
+
+def _ids_exact(conn: sa.Connection, names: TableNames) -> bool:
+    """Whether every id column ``flow0003`` changes has the exact collation (always true where
+    the dialect needs none)."""
+    collation = exact_collation(conn.dialect)
+    if collation is None:
+        return True
+    inspector = sa.inspect(conn)
+    for table, columns in (
+        (names.repo_table, EXACT_REPOSITORY_COLUMNS),
+        (names.task_table, EXACT_TASK_COLUMNS),
+    ):
+        found = {
+            column["name"]: getattr(column["type"], "collation", None)
+            for column in inspector.get_columns(table, schema=names.schema)
+        }
+        if any(found.get(name) != collation for name in columns):
+            return False
+    return True
 
 
 def recorded_revision(

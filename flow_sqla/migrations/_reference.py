@@ -16,6 +16,24 @@ from flow_sqla.tables import TableNames
 
 #: The first revision: the two reference tables as the Go plugin's ``ddl.sql`` creates them.
 REFERENCE_REVISION = "flow0001"
+#: The revision that adds the optional history indexes (``TableNames.flow_ins_id_index`` and
+#: ``TableNames.assignee_index``).
+INDEX_REVISION = "flow0002"
+#: The revision that gives the id columns an exact collation on MySQL/MariaDB.
+EXACT_ID_REVISION = "flow0003"
+
+#: The id columns revision ``flow0003`` makes exact, per table: the repository table's, then
+#: the history table's. Shared by the revision and by the adoption check that tells whether
+#: unrecorded tables have been through it.
+EXACT_REPOSITORY_COLUMNS = ("instant_id",)
+EXACT_TASK_COLUMNS = (
+    "flow_ins_id",
+    "proc_def_id",
+    "task_id",
+    "source_node_code",
+    "target_node_code",
+    "assignee",
+)
 
 TABLE_OPTIONS: dict[str, Any] = {
     f"{prefix}_{key}": value
@@ -91,6 +109,10 @@ def reference_metadata(names: TableNames) -> sa.MetaData:
 
 
 __all__ = [
+    "EXACT_ID_REVISION",
+    "EXACT_REPOSITORY_COLUMNS",
+    "EXACT_TASK_COLUMNS",
+    "INDEX_REVISION",
     "REFERENCE_REVISION",
     "TABLE_OPTIONS",
     "reference_metadata",

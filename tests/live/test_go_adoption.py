@@ -284,6 +284,69 @@ def test_the_mysql_ddl_is_the_go_plugins_verbatim(engine: sa.Engine) -> None:
     assert current(engine) == HEAD
 
 
+# -- our tables whose version table is gone ------------------------------------------------------
+
+
+@pytest.mark.parametrize("revision", ["flow0002", "flow0003", "flow0004"])
+def test_tables_without_their_version_table_are_found_at_their_revision(
+    engine: sa.Engine, revision: str
+) -> None:
+    """Our tables whose version table was dropped (or made by an older release): current()
+    names the revision they are at and upgrade() goes on from there, never re-creating an
+    index. flow0003 changes nothing on PostgreSQL/SQLite: tables at flow0002 are at flow0003
+    there as much."""
+    upgrade(engine, revision)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE flow_alembic_version")
+    same_tables = revision == "flow0002" and backend(engine) != "mysql"
+    assert current(engine) == ("flow0003" if same_tables else revision)
+    assert _versions(engine, "flow_alembic_version") is None  # current() reads only
+    upgrade(engine)
+    assert _versions(engine, "flow_alembic_version") == [HEAD]
+    assert current(engine) == HEAD
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_an_interrupted_exact_id_revision_is_found_at_the_one_before(engine: sa.Engine) -> None:
+    """flow0003 rebuilt the repository table and stopped before the history table (MySQL DDL
+    is not transactional): the tables are at flow0002, and flow0003 runs again harmlessly."""
+    upgrade(engine, "flow0003")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE flow_alembic_version")
+        conn.exec_driver_sql(
+            "ALTER TABLE bpm_flow_task MODIFY assignee VARCHAR(64) "
+            "COLLATE utf8mb4_unicode_ci NOT NULL"
+        )
+    assert current(engine) == "flow0002"
+    upgrade(engine)
+    assert current(engine) == HEAD
+
+
+def test_one_index_of_the_two_fits_no_revision(engine: sa.Engine) -> None:
+    """An interrupted flow0002 left one of its indexes: neither flow0001 (whose upgrade would
+    fail on it) nor flow0002; refused, naming the missing index, with nothing written."""
+    upgrade(engine, "flow0002")
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE flow_alembic_version")
+    with engine.connect() as conn:
+        task = sa.Table("bpm_flow_task", sa.MetaData(), sa.Column("assignee"))
+        conn.execute(sa.schema.DropIndex(sa.Index("ix_bpm_flow_task_assignee", task.c.assignee)))
+        conn.commit()
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    assert caught.value.revision == "flow0002"
+    assert caught.value.differences == (
+        ColumnDifference(
+            table="bpm_flow_task",
+            column=None,
+            kind="missing index",
+            expected="ix_bpm_flow_task_assignee",
+        ),
+    )
+    assert "ix_bpm_flow_task_assignee" in str(caught.value)
+    assert _versions(engine, "flow_alembic_version") is None
+
+
 # -- recipe B: our revisions in the host application's alembic_version -------------------------
 
 

@@ -23,22 +23,17 @@ from alembic import op
 
 from flow_sqla._dialect import ModifyIdColumns, exact_collation
 from flow_sqla.migrations import revision_names
+from flow_sqla.migrations._reference import EXACT_REPOSITORY_COLUMNS, EXACT_TASK_COLUMNS
 
 revision = "flow0003"
 down_revision = "flow0002"
 branch_labels = None
 depends_on = None
 
-# Frozen here on purpose: the columns this revision changes.
-_REPOSITORY_COLUMNS = ("instant_id",)
-_TASK_COLUMNS = (
-    "flow_ins_id",
-    "proc_def_id",
-    "task_id",
-    "source_node_code",
-    "target_node_code",
-    "assignee",
-)
+# Frozen on purpose (in _reference, shared with the adoption check): the columns this
+# revision changes.
+_REPOSITORY_COLUMNS = EXACT_REPOSITORY_COLUMNS
+_TASK_COLUMNS = EXACT_TASK_COLUMNS
 _LENGTH = 64
 
 
