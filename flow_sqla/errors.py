@@ -90,9 +90,10 @@ class ColumnDifference:
 
     ``kind`` is ``"missing table"``, ``"missing"`` (a column the revision has and the table
     lacks), ``"extra"`` (the other way round), ``"type"``, ``"nullable"``, ``"unique"`` (no
-    unique key on the column) or ``"missing index"`` (``expected`` names it, ``column`` is
-    ``None``: a revision that creates two indexes left one). ``expected``/``found`` describe
-    both sides where they apply.
+    unique key on the column), ``"missing index"`` (``expected`` names it: a revision that
+    creates two indexes left one) or ``"leftover table"`` (a table only a later revision
+    creates exists already); ``column`` is ``None`` for the last two and for a missing table.
+    ``expected``/``found`` describe both sides where they apply.
     """
 
     table: str
@@ -114,6 +115,8 @@ class ColumnDifference:
             return f"{where}: no unique key (the upsert on it needs one)"
         if self.kind == "missing index":
             return f"{where}: index {self.expected} missing (the revision creates it)"
+        if self.kind == "leftover table":
+            return f"{where}: table exists already, though a later revision creates it"
         label = "nullability" if self.kind == "nullable" else self.kind
         return f"{where}: {label} {self.expected} expected, found {self.found}"
 
@@ -155,6 +158,15 @@ def _mismatch_advice(differences: tuple[ColumnDifference, ...], revision: str) -
             "One table of the set is missing: check the configured table names "
             "(repo_table/task_table; FLOW_REPO_TABLE/FLOW_TASK_TABLE for the CLI and "
             "alembic) — stamping would not create it."
+        )
+    if "leftover table" in kinds:
+        # Left from an earlier life of these tables (the Go side re-created them from its
+        # ddl.sql): the revision that creates it would fail half-way on MySQL/MariaDB.
+        tables = ", ".join(sorted({d.table for d in differences if d.kind == "leftover table"}))
+        return (
+            f"Nothing was changed. Drop {tables} (the open-task table holds only the task "
+            "index: after the upgrade 'flow reindex' rebuilds it from the instance rows) and "
+            "upgrade again."
         )
     return (
         "Alter the tables to match, or, if you know they are compatible, record the "

@@ -112,12 +112,22 @@ def adopted_revision(
     columns match ``flow0001``, the revision the later revisions' marks tell (see
     :func:`_marked_revision`): the Go plugin's tables are at ``flow0001``, ours whose version
     table was dropped at ``flow0002`` or ``flow0003``, so the upgrade continues from there
-    instead of failing on an index that exists. Raises :class:`SchemaMismatchError` (the
-    differences from ``flow0001``) otherwise. Reads only."""
+    instead of failing on an index that exists.
+
+    Raises :class:`SchemaMismatchError` otherwise — for differing columns, and for a table only
+    a later revision creates (the open-task table of ``flow0004``, left from an earlier life of
+    the tables): that revision would fail on it half-way, and MySQL/MariaDB cannot roll back
+    the columns it added before. Reads only, so a refused database is left as it was."""
     if head is not None and not _full_differences(conn, names, head_metadata):
         return head
-    check_reference_tables(conn, names)
-    return _marked_revision(conn, names)
+    found = differences(conn, names)
+    leftover = _leftover_tables(conn, names)
+    if found:
+        raise SchemaMismatchError([*found, *leftover], revision=REFERENCE_REVISION)
+    revision = _marked_revision(conn, names)
+    if leftover:
+        raise SchemaMismatchError(leftover, revision=revision)
+    return revision
 
 
 def _marked_revision(conn: sa.Connection, names: TableNames) -> str:
@@ -166,6 +176,14 @@ def _ids_exact(conn: sa.Connection, names: TableNames) -> bool:
         if any(found.get(name) != collation for name in columns):
             return False
     return True
+
+
+def _leftover_tables(conn: sa.Connection, names: TableNames) -> list[ColumnDifference]:
+    """The tables of the set that only a revision after ``flow0003`` creates, found existing
+    beside tables that are not at head (the open-task table)."""
+    if not sa.inspect(conn).has_table(names.todo_table, schema=names.schema):
+        return []
+    return [ColumnDifference(table=names.todo_table, column=None, kind="leftover table")]
 
 
 def recorded_revision(

@@ -284,6 +284,44 @@ def test_the_mysql_ddl_is_the_go_plugins_verbatim(engine: sa.Engine) -> None:
     assert current(engine) == HEAD
 
 
+def _schema(engine: sa.Engine) -> dict[str, Any]:
+    """Every table with its columns and index names: what a refused run must leave as it was."""
+    inspector = sa.inspect(engine)
+    return {
+        table: (
+            [column["name"] for column in inspector.get_columns(table)],
+            sorted(str(ix["name"]) for ix in inspector.get_indexes(table)),
+        )
+        for table in sorted(inspector.get_table_names())
+    }
+
+
+def test_a_leftover_open_task_table_beside_go_tables_is_refused_before_anything_changes(
+    engine: sa.Engine,
+) -> None:
+    """The Go side re-created its two tables while the open-task table of an earlier upgrade
+    stayed (migrations.md, "Next to the Go plugin"). flow0004 would add its columns and then
+    fail on that table — on MySQL/MariaDB for good, the columns staying — so the run refuses
+    the database before its first statement."""
+    create_go_tables(engine)
+    FlowTables().todo.create(engine)
+    before = _schema(engine)
+    for run in (upgrade, current):
+        with pytest.raises(SchemaMismatchError) as caught:
+            run(engine)
+        assert caught.value.differences == (
+            ColumnDifference(table="bpm_flow_todo", column=None, kind="leftover table"),
+        )
+        message = str(caught.value)
+        assert "bpm_flow_todo" in message and "flow reindex" in message
+        assert "Nothing was changed" in message and "alembic stamp" not in message
+    assert _schema(engine) == before  # no column added, no version table
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE bpm_flow_todo")
+    upgrade(engine)  # what the error says to do
+    assert current(engine) == HEAD
+
+
 # -- our tables whose version table is gone ------------------------------------------------------
 
 
