@@ -248,6 +248,14 @@ MIGRATION_LOCK_TIMEOUT = 600.0
 MAX_MIGRATION_LOCK_TIMEOUT = 24 * 86400.0
 
 
+def database_of_schema(connection: sa.Connection, schema: str) -> str:
+    """The database that holds ``schema`` on ``connection``: on MySQL/MariaDB a schema *is* a
+    database; elsewhere the URL's database holds its schemas."""
+    if connection.dialect.name in ("mysql", "mariadb"):
+        return schema
+    return connection.engine.url.database or ""
+
+
 @contextmanager
 def migration_lock(connection: sa.Connection, key: str, *, timeout: float) -> Iterator[None]:
     """Hold a database-wide lock named after ``key`` (the table set) while the block runs, so
@@ -623,7 +631,8 @@ class DialectOps:
         made exact (the Go plugin's DDL, ``utf8mb4_unicode_ci``; revision ``flow0003``)
         ``'leave-1'`` finds the rows of ``'Leave-1 '`` — another instance's, or another
         person's. There the bytes must match too; the plain comparison stays, so the
-        column's index still finds the rows."""
+        column's index still finds the rows (:class:`ExactlyEqual` gives the column another
+        collation instead, which no index serves: it is for ``creator``, which has none)."""
         equal = column == value
         if not self._mysql_family:
             return equal
@@ -886,6 +895,7 @@ __all__ = [
     "IndexMerge",
     "ModifyIdColumns",
     "as_text",
+    "database_of_schema",
     "ends_transaction",
     "exact_collation",
     "is_autocommit",

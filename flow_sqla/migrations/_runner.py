@@ -18,7 +18,12 @@ import sqlalchemy as sa
 from alembic import context
 from alembic.config import Config
 
-from flow_sqla._dialect import MAX_MIGRATION_LOCK_TIMEOUT, MIGRATION_LOCK_TIMEOUT, migration_lock
+from flow_sqla._dialect import (
+    MAX_MIGRATION_LOCK_TIMEOUT,
+    MIGRATION_LOCK_TIMEOUT,
+    database_of_schema,
+    migration_lock,
+)
 from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import LOCK_TIMEOUT_KEY, NAMES_KEY, resolve_names
 from flow_sqla.migrations._adopt import (
@@ -113,11 +118,7 @@ def lock_key(connection: sa.Connection, names: TableNames) -> str:
     ``schema="app"`` from a URL on ``other`` and no schema from a URL on ``app`` would differ.
     """
     schema = names.schema or connection.dialect.default_schema_name or ""
-    if connection.dialect.name in ("mysql", "mariadb"):
-        database = schema
-    else:
-        database = connection.engine.url.database or ""
-    return f"{database}|{schema}|{names.version_table}"
+    return f"{database_of_schema(connection, schema)}|{schema}|{names.version_table}"
 
 
 def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:
