@@ -178,6 +178,17 @@ def _ids_exact(conn: sa.Connection, names: TableNames) -> bool:
     return True
 
 
+def refuse_leftover_tables(conn: sa.Connection, names: TableNames, revision: str) -> None:
+    """Raise :class:`SchemaMismatchError` when a table that the next revision creates exists
+    already, beside tables a version table records at ``revision`` (the recovery recipes of
+    migrations.md lead there when the open-task table is not dropped first). The revision
+    calls it before its first statement: it would otherwise fail half-way, and on
+    MySQL/MariaDB the columns it added before stay. Reads only."""
+    leftover = _leftover_tables(conn, names)
+    if leftover:
+        raise SchemaMismatchError(leftover, revision=revision)
+
+
 def _leftover_tables(conn: sa.Connection, names: TableNames) -> list[ColumnDifference]:
     """The tables of the set that only a revision after ``flow0003`` creates, found existing
     beside tables that are not at head (the open-task table)."""
@@ -436,5 +447,6 @@ __all__ = [
     "our_revisions",
     "plan",
     "recorded_revision",
+    "refuse_leftover_tables",
     "starting_from",
 ]

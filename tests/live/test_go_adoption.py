@@ -322,6 +322,31 @@ def test_a_leftover_open_task_table_beside_go_tables_is_refused_before_anything_
     assert current(engine) == HEAD
 
 
+def test_a_leftover_open_task_table_beside_recorded_tables_stops_flow0004_before_it_starts(
+    engine: sa.Engine,
+) -> None:
+    """The same leftover beside tables a version table records below flow0004 (a recovery
+    recipe of migrations.md run without dropping it first): flow0004 refuses before its first
+    statement, no column of it added; the run's record rolls back to where it started
+    (flow0003, applied on MySQL/MariaDB already, runs again harmlessly), and the upgrade goes
+    on once the table is dropped."""
+    upgrade(engine, "flow0002")
+    FlowTables().todo.create(engine)
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    assert caught.value.differences == (
+        ColumnDifference(table="bpm_flow_todo", column=None, kind="leftover table"),
+    )
+    assert current(engine) == "flow0002"
+    assert "graph_id" not in {
+        c["name"] for c in sa.inspect(engine).get_columns("bpm_flow_repository")
+    }
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE bpm_flow_todo")
+    upgrade(engine)
+    assert current(engine) == HEAD
+
+
 # -- our tables whose version table is gone ------------------------------------------------------
 
 

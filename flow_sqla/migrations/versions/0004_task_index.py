@@ -19,10 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 from flow_sqla._dialect import ExactString
 from flow_sqla.migrations import revision_names
+from flow_sqla.migrations._adopt import refuse_leftover_tables
 
 revision = "flow0004"
 down_revision = "flow0003"
@@ -46,6 +47,8 @@ def _json() -> sa.JSON:
 
 def upgrade() -> None:
     names = revision_names()
+    if not context.is_offline_mode():  # (SQL written for a DBA has no tables to look at)
+        refuse_leftover_tables(op.get_bind(), names, down_revision)
     repo, schema = names.repo_table, names.schema
     op.add_column(repo, sa.Column("graph_id", ExactString(64)), schema=schema)
     op.add_column(repo, sa.Column("status", sa.Integer()), schema=schema)
