@@ -248,6 +248,13 @@ MIGRATION_LOCK_TIMEOUT = 600.0
 MAX_MIGRATION_LOCK_TIMEOUT = 24 * 86400.0
 
 
+def _utf8mb4_bytes(text: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """``text`` as its UTF-8 bytes on MySQL/MariaDB: ``CAST(... AS BINARY)`` alone gives the
+    bytes of the value's own character set — the column's (``latin1``, say) on one side, the
+    connection's on the other — so both are converted to ``utf8mb4`` first."""
+    return sa.cast(sa.cast(text, mysql.CHAR(charset="utf8mb4")), sa.LargeBinary)
+
+
 def database_of_schema(connection: sa.Connection, schema: str) -> str:
     """The database that holds ``schema`` on ``connection``: on MySQL/MariaDB a schema *is* a
     database; elsewhere the URL's database holds its schemas."""
@@ -636,8 +643,7 @@ class DialectOps:
         equal = column == value
         if not self._mysql_family:
             return equal
-        as_bytes = sa.cast(sa.literal(value, sa.String()), sa.LargeBinary)
-        return sa.and_(equal, sa.cast(column, sa.LargeBinary) == as_bytes)
+        return sa.and_(equal, _utf8mb4_bytes(column) == _utf8mb4_bytes(sa.literal(value)))
 
     def _conflict_insert(self) -> postgresql.Insert | sqlite.Insert:
         if self.name == "postgresql":

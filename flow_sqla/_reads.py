@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from flow.errors import SnapshotError
 from flow_sqla._dialect import stored_text
 from flow_sqla._limits import display_text
-from flow_sqla.errors import InvalidArgumentError
+from flow_sqla.errors import InvalidArgumentError, RepositoryError
 
 #: What a column type or driver raises for a stored value it cannot decode. RecursionError:
 #: JSON nested deeper than Python's decoder goes (a hand-written ``[[[...]]]``), which SQLite's
@@ -47,6 +47,28 @@ def callers_connection(connection: object) -> Connection | None:
         type(connection).__name__,
         "a read runs on your transaction's SQLAlchemy Connection (or on its own with None)",
     )
+
+
+def check_same_kind(conn: Connection, engine: sa.Engine, instance_id: str | None) -> None:
+    """Refuse a caller's ``conn`` to another kind of database than ``engine``'s: the library
+    builds its statements for its engine's dialect (an upsert, a locking read, an exact
+    comparison), and another dialect fails on them inside SQLAlchemy's compiler or on the
+    server — on PostgreSQL aborting the caller's transaction. Nothing is sent. MySQL and
+    MariaDB (``mysql://``, ``mariadb://``) are one kind."""
+    if conn.dialect is engine.dialect:  # a connection of the engine itself (the usual case)
+        return
+    if _kind(conn.dialect.name) != _kind(engine.dialect.name):
+        where = engine.url.render_as_string(hide_password=True)
+        raise RepositoryError(
+            f"The connection is to a {conn.dialect.name} database, and these tables are on "
+            f"{engine.dialect.name} ({where}): pass a Connection of that engine "
+            "(engine.begin())",
+            instance_id=instance_id,
+        )
+
+
+def _kind(dialect_name: str) -> str:
+    return "mysql" if dialect_name == "mariadb" else dialect_name
 
 
 #: The columns that name a row's instance, in the instance, todo and history tables.
@@ -129,4 +151,12 @@ def read_time(value: Any) -> datetime | None:
     return when
 
 
-__all__ = ["TIMES_BY_HAND", "UNREADABLE", "decoded", "fetch_rows", "read_time"]
+__all__ = [
+    "TIMES_BY_HAND",
+    "UNREADABLE",
+    "callers_connection",
+    "check_same_kind",
+    "decoded",
+    "fetch_rows",
+    "read_time",
+]

@@ -35,7 +35,7 @@ from flow_sqla._limits import (
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._reads import callers_connection, fetch_rows, read_time
+from flow_sqla._reads import callers_connection, check_same_kind, fetch_rows, read_time
 from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
@@ -161,6 +161,7 @@ class TaskHistoryRecorder:
         insert = self._insert_of(tuple(row))
         conn = ctx.connection
         if isinstance(conn, Connection):
+            check_same_kind(conn, self.engine, record.instance_id)
             with self._translating(record.instance_id):
                 prepared = self._prepared.get(conn, insert)
                 # Inside the instance's unit of work, the INSERT may go out with its write.
@@ -232,6 +233,8 @@ class TaskHistoryRecorder:
         self, stmt: sa.Select[Any], instance_id: str | None, connection: Connection | None
     ) -> list[HistoryEntry]:
         caller = callers_connection(connection)
+        if caller is not None:
+            check_same_kind(caller, self.engine, instance_id)
         with self._translating(instance_id):
             if caller is None:
                 with self.engine.connect() as conn:

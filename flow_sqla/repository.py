@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from flow_sqla._limits import (
     check_readable_instance_id,
 )
 from flow_sqla._prepared import PreparedStatements, execute_together
-from flow_sqla._reads import TIMES_BY_HAND, callers_connection, fetch_rows
+from flow_sqla._reads import TIMES_BY_HAND, callers_connection, check_same_kind, fetch_rows
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -411,7 +410,7 @@ class SqlStateRepository:
         self._prepared = PreparedStatements()
         self._graphs = GraphChecks()
         self._candidates = GraphCandidateChecks()
-        self._indexer: weakref.ReferenceType[SnapshotIndexer] | None = None
+        self._indexer: SnapshotIndexer | None = None
 
     # -- unit of work ------------------------------------------------------------------
     @contextmanager
@@ -434,26 +433,12 @@ class SqlStateRepository:
             return
         check_instance_id(ctx.instance_id)
         if isinstance(ctx.connection, Connection):
-            self._check_same_kind(ctx.connection, ctx.instance_id)
+            check_same_kind(ctx.connection, self.engine, ctx.instance_id)
             self._check_row_not_in_use(ctx.connection, ctx.instance_id)
             yield from self._joined(ctx, ctx.connection)
         else:
             self._check_row_not_in_use(self._database, ctx.instance_id)
             yield from self._owned(ctx, lock)
-
-    def _check_same_kind(self, conn: Connection, instance_id: str | None) -> None:
-        """Refuse a caller's connection to another kind of database than the repository's
-        engine: the repository's statements are built for its own dialect (an upsert, a
-        locking read), and compiling them for another fails inside SQLAlchemy's compiler —
-        an ``AttributeError`` on PostgreSQL. Nothing is sent."""
-        kind = conn.dialect.name
-        if kind != self.engine.dialect.name:
-            raise RepositoryError(
-                f"The context's connection is to a {kind} database, and this repository's "
-                f"tables are on {self.engine.dialect.name} ({self._database}): pass a "
-                "Connection of the repository's engine (engine.begin())",
-                instance_id=instance_id,
-            )
 
     def _check_row_not_in_use(self, where: Connection | str, instance_id: str) -> None:
         """Refuse an operation on a row another repository's operation is changing in this
@@ -1011,7 +996,8 @@ class SqlStateRepository:
         (e.g. bring a task completed elsewhere back to WAITING)."""
         fresh = self._locking_read(ctx, op.conn)
         op.locked = True
-        if fresh != op.base:
+        # ``graph_id`` is read from the graph column on some rows only: not a change.
+        if fresh is None or fresh._replace(graph_id=None) != op.base._replace(graph_id=None):
             raise StaleCacheError(op.instance_id)
 
     def _vars_change(
@@ -1398,7 +1384,7 @@ class SqlStateRepository:
             )
         with self._translating(instance_id):
             if isinstance(connection, Connection):
-                self._check_same_kind(connection, instance_id)
+                check_same_kind(connection, self.engine, instance_id)
                 HELD.settle(connection)  # a claim's deferred write is part of what it sees
                 yield connection
                 return
@@ -1426,10 +1412,10 @@ class SqlStateRepository:
         compute. :func:`~flow_sqla.sql_workflow` calls it with the executor it builds (held
         weakly). Without one — a repository wired by hand — ``save_snapshot`` leaves the
         index as it was; ``workflow.reindex(graph, ctx)`` after it brings it up to date."""
-        self._indexer = weakref.ref(executor)
+        self._indexer = executor
 
     def _snapshot_indexer(self) -> SnapshotIndexer | None:
-        indexer = self._indexer() if self._indexer is not None and self.keeps_task_index else None
+        indexer = self._indexer if self.keeps_task_index else None
         # An executor that has since been given another repository indexes that one's rows.
         if indexer is None or getattr(indexer, "state_repository", None) is not self:
             return None
@@ -1524,7 +1510,7 @@ class SqlStateRepository:
         stmt = self._dialect.plain_read(instance_id)
         with self._translating(instance_id):
             if isinstance(connection, Connection):
-                self._check_same_kind(connection, instance_id)
+                check_same_kind(connection, self.engine, instance_id)
                 HELD.settle(connection)  # a claim's deferred write is part of what it reads
                 return self._fetch(connection, stmt, instance_id)
             with self.engine.connect() as conn:

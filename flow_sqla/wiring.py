@@ -62,27 +62,24 @@ def sql_workflow(
     excluded = options.context_keys("vars_filter", vars_filter)
     if excluded is None:
         excluded = identity_keys(state_controller)
-    repository = SqlStateRepository(
-        db,
-        tables,
-        cache=cache,
-        flow_engine=engine,
-        plain_json=plain_json,
-        limits=limits,
-        index=index,
-        vars_filter=excluded,
-    )
-    workflow = WorkflowExecutor(
+    return WorkflowExecutor(
         engine,
         state_controller,
-        repository,
+        SqlStateRepository(
+            db,
+            tables,
+            cache=cache,
+            flow_engine=engine,
+            plain_json=plain_json,
+            limits=limits,
+            index=index,
+            vars_filter=excluded,
+        ),
         recorder=TaskHistoryRecorder(
             db, tables, plain_json=plain_json, limits=limits, index=index, vars_filter=excluded
         ),
         max_steps=max_steps,
     )
-    repository.index_snapshots_with(workflow)  # save_snapshot then keeps the index
-    return workflow
 
 
 def identity_keys(state_controller: object) -> frozenset[str]:

@@ -6,9 +6,10 @@ other node with several outgoing links except an exclusive gateway — or an inc
 whose conditions took only this task's branch), P must be an activity of the same root graph,
 and no other open task may come from P. Everything between P and the task
 (gateways, automatic nodes) is what P's submit settled on the way, and loses its state —
-the nodes of a sub-graph called on the way (``task: "#id"``) too, at any depth: they ran
-in that submit, and must run again (their gateways evaluated afresh) when P is forwarded
-again. So the same rules hold inside such a sub-graph, which must hold no human task.
+the nodes of a sub-graph called on the way (``task: "#id"``) too, at any depth: the
+sub-graph ran to its end in that submit, and runs again (its gateways evaluated afresh) when
+P is forwarded again. Its splits and joins ran within that submit too, so they open no task
+to undo; a human task of it that holds a state was operated by someone, though, and refuses.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def send_back_target(
             )
         if node.type != NodeType.EXCLUSIVE and len(node.next_links) > 1:
             raise refuse(f"{node.id!r} may open more than one task (several outgoing links)")
-    inner = _called_on_the_way(between, graph, called, is_human, refuse)
+    inner = _called_on_the_way(between, graph, called, is_human, settled, refuse)
     return previous, (*between, *inner)
 
 
@@ -84,11 +85,12 @@ def _called_on_the_way(
     graph: Graph,
     called: Callable[[Node], Sequence[Graph] | None],
     is_human: Callable[[Node], bool],
+    settled: Callable[[Node], bool],
     refuse: Callable[[str], SendBackError],
 ) -> tuple[Node, ...]:
-    """The nodes of the sub-graphs that the nodes ``between`` call, at any depth — P's
-    submit ran them all — after checking that they hold no human task and nothing that
-    splits or joins branches (the same guard as between P and the task)."""
+    """The nodes of the sub-graphs that the nodes ``between`` call, at any depth (those
+    P's submit ran hold states), after checking that none of them is a human task holding a
+    state — operated by someone, not settled on the way."""
     inner: dict[Node, None] = {}
     for node in between:
         graphs = called(node)
@@ -98,25 +100,13 @@ def _called_on_the_way(
             if sub is graph:
                 raise refuse(f"{node.id!r} on the way calls back graph {graph.id!r}")
             for inside in sub.nodes.values():
-                _check_inside(inside, sub, node, is_human, refuse)
+                if inside.type == NodeType.ACTIVITY and settled(inside) and is_human(inside):
+                    raise refuse(
+                        f"{inside.id!r} of sub-graph {sub.id!r}, called on the way by "
+                        f"{node.id!r}, is a human task that was operated"
+                    )
                 inner[inside] = None
     return tuple(inner)
-
-
-def _check_inside(
-    inside: Node,
-    sub: Graph,
-    caller: Node,
-    is_human: Callable[[Node], bool],
-    refuse: Callable[[str], SendBackError],
-) -> None:
-    where = f"{inside.id!r} of sub-graph {sub.id!r}, called on the way by {caller.id!r},"
-    if inside.type in _SPLITS:
-        raise refuse(f"the {inside.type.name.lower()} gateway {where} splits or joins branches")
-    if inside.type != NodeType.EXCLUSIVE and len(inside.next_links) > 1:
-        raise refuse(f"{where} may open more than one task (several outgoing links)")
-    if inside.type == NodeType.ACTIVITY and is_human(inside):
-        raise refuse(f"{where} is a human task")
 
 
 def _single_branch_split(

@@ -124,6 +124,11 @@ class WorkflowExecutor:
             state_repository if state_repository is not None else InMemoryStateRepository()
         )
         self.recorder = recorder
+        # A repository keeping the task index whose snapshots change routing variables needs
+        # this executor's walk to keep it (flow_sqla's save_snapshot; see index_snapshot).
+        index_snapshots_with = getattr(self.state_repository, "index_snapshots_with", None)
+        if callable(index_snapshots_with):
+            index_snapshots_with(self)
 
     @property
     def max_steps(self) -> int | None:
@@ -446,14 +451,17 @@ class WorkflowExecutor:
         that stores a snapshot of it (``graph``, the states as stored, the context's variables
         replacing the stored ones): a repository keeping the task index calls it from
         ``save_snapshot`` — the open tasks route on the variables, and the repository has no
-        walk of its own. The aggregate is written with the snapshot, or not at all. Not for
-        applications: call ``save_snapshot``."""
+        walk of its own (an executor built with such a repository hands itself over). The
+        aggregate is written with the snapshot, or not at all; a snapshot naming another graph
+        than the instance's raises :class:`GraphMismatchError`. Not for applications: call
+        ``save_snapshot``."""
         index = self._indexing()
         if index is None:
             return
         read = index.index_read(ctx)
-        # The row's graph becomes ``graph`` (or stays the root graph calling it).
-        self._index_end(index, self._restart_root(graph, ctx, read), ctx, read)
+        # The states stay: a snapshot naming another graph than the one they (or the index)
+        # belong to raises GraphMismatchError, nothing written.
+        self._index_end(index, self._root_of(graph, ctx, read), ctx, read)
 
     def reindex(
         self,

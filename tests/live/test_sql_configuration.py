@@ -260,3 +260,39 @@ def test_a_connection_to_another_kind_of_database_is_refused_before_any_sql(
         with pytest.raises(RepositoryError, match="sqlite"):
             ex.state_repository.restore_context("mixed-1", connection=conn)  # type: ignore[attr-defined]
     assert raw_row(db, "mixed-1") is None and raw_row(other, "mixed-1") is None
+
+
+def test_mysql_and_mariadb_urls_are_one_kind_of_database(db: sa.Engine) -> None:
+    """``mysql://`` and ``mariadb://`` reach the same server with two dialect names: a
+    repository on one takes a caller's connection made with the other."""
+    if db.dialect.name != "mysql":
+        pytest.skip("a MySQL/MariaDB URL")
+    driver = db.url.drivername.partition("+")[2]
+    other = sa.create_engine(db.url.set(drivername=f"mariadb+{driver}" if driver else "mariadb"))
+    ex = executor(db)
+    try:
+        with other.begin() as conn:
+            c = ctx("kind-1", "employee", amount=1)
+            c.connection = conn
+            task = ex.claim_task("oa", c)
+            assert task is not None and ex.submit_task_if_waiting(task, TaskAction.FORWARD, c)
+    finally:
+        other.dispose()
+    assert raw_row(db, "kind-1") is not None
+
+
+def test_history_reads_and_writes_refuse_a_connection_to_another_kind_of_database(
+    db: sa.Engine, tmp_path: Path
+) -> None:
+    """The recorder's statements are built for its engine too: a read or a record on a
+    connection to another kind of database is refused before any SQL — on PostgreSQL the
+    failing statement would abort the caller's transaction."""
+    if db.dialect.name == "sqlite":
+        pytest.skip("the other database here is SQLite")
+    other = sa.create_engine(f"sqlite:///{tmp_path / 'other.sqlite'}")
+    recorder = TaskHistoryRecorder(db)
+    with other.connect() as conn:
+        with pytest.raises(RepositoryError, match="connection is to a sqlite database"):
+            recorder.history("h-1", connection=conn)
+        with pytest.raises(RepositoryError, match="sqlite"):
+            recorder.by_assignee("employee", connection=conn)

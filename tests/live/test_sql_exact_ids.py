@@ -171,3 +171,33 @@ def test_create_all_and_the_migrations_give_the_same_id_collations(
     finally:
         migrated.dispose()
         created.dispose()
+
+
+@pytest.mark.parametrize("where", ["column", "connection"])
+def test_exact_reads_find_non_ascii_ids_whatever_the_character_sets(
+    engine: sa.Engine, where: str
+) -> None:
+    """The exact comparison compares UTF-8 bytes: a ``latin1`` id column (a table made by
+    hand) or a ``latin1`` connection still finds ``café-1`` — comparing each side's bytes in
+    its own character set found nothing."""
+    if engine.dialect.name != "mysql":
+        pytest.skip("character sets of MySQL/MariaDB")
+    upgrade(engine, "flow0002")
+    reader = engine
+    if where == "column":
+        with engine.begin() as conn:
+            for table, column in (
+                ("bpm_flow_repository", "instant_id"),
+                ("bpm_flow_task", "flow_ins_id"),
+            ):
+                conn.exec_driver_sql(
+                    f"ALTER TABLE {table} MODIFY {column} VARCHAR(64) CHARACTER SET latin1 NOT NULL"
+                )
+    else:
+        reader = sa.create_engine(engine.url.update_query_dict({"charset": "latin1"}))
+    assert approve(executor(engine), "café-1", "employee", amount=100)
+    repository = executor(reader).state_repository
+    snapshot = repository.load_snapshot("café-1")
+    assert snapshot is not None and snapshot.instance_id == "café-1"
+    assert [e.instance_id for e in TaskHistoryRecorder(reader).history("café-1")] == ["café-1"]
+    assert repository.load_snapshot("cafe-1") is None

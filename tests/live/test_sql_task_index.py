@@ -2802,3 +2802,31 @@ def test_save_snapshot_with_other_routing_variables_moves_the_open_task(db: sa.E
     assert ex.claim_task("oa", ctx("ss-1", "manager")) is None
     task = ex.claim_task("oa", ctx("ss-1", "director"))
     assert task is not None and task.node.id == "director"
+
+
+def test_process_cache_goes_on_after_a_restart_and_a_snapshot(db: sa.Engine) -> None:
+    """With ``cache="process"`` an operation served from the cache checks the row it locks
+    against the cached one: a RESTART and a snapshot, which store the graph, leave a cached
+    row that still matches (the next operation raised StaleCacheError)."""
+    ex = executor(db, index=True, cache="process")
+    assert approve(ex, "pc-1", "employee", amount=10)
+    assert approve(ex, "pc-1", "manager")
+    ex.submit_task_at("oa", "apply", TaskAction.RESTART, ctx("pc-1", "employee"))
+    assert approve(ex, "pc-1", "employee", amount=10)
+    repository = ex.state_repository
+    restored = repository.restore_context("pc-1")  # type: ignore[attr-defined]
+    restored.put("amount", 9000)
+    repository.save_snapshot(restored, ex.engine.get_graph("oa"))  # type: ignore[attr-defined]
+    assert approve(ex, "pc-1", "director")
+
+
+def test_a_snapshot_naming_another_graph_than_the_states_is_refused(db: sa.Engine) -> None:
+    """``save_snapshot`` keeps the states: naming another graph than theirs, it would index
+    the instance as that graph beside its own states (an inbox task nobody can claim)."""
+    ex = _switch_executor(db)
+    assert ex.claim_task("switch-a", _hr("sn-1")) is not None
+    before = (_rows(db), _index_rows(db), _audit(db, "sn-1"))
+    snapshot = FlowContext.of("sn-1", {"note": 1})
+    with pytest.raises(GraphMismatchError, match="'sn-1' runs graph 'switch-a'"):
+        ex.state_repository.save_snapshot(snapshot, ex.engine.get_graph("switch-b"))  # type: ignore[attr-defined]
+    assert (_rows(db), _index_rows(db), _audit(db, "sn-1")) == before

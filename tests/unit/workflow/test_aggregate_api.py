@@ -352,18 +352,56 @@ def _graded(*texts: str) -> WorkflowExecutor:
     return WorkflowExecutor(engine, ActorStateController())
 
 
-def test_send_back_across_a_sub_graph_that_splits_branches_is_refused_and_writes_nothing() -> None:
+def _keys_of(ex: WorkflowExecutor, instance_id: str, graph_id: str) -> dict[str, TaskState]:
+    states = ex.state_repository.states(instance_id)  # type: ignore[attr-defined]
+    return {k: v for k, v in states.items() if k.startswith(f"{graph_id}:")}
+
+
+def test_send_back_across_a_sub_graph_that_splits_branches_runs_it_again() -> None:
+    """A sub-graph called on the way ran to its end in the application's submit, its
+    parallel split and join included: sent back, it loses its states and runs again."""
     ex = _graded(CHECKS, CHECKED)
     applicant = _ctx("sc-1", actor="al")
     ex.submit_task_at("checked", "apply", TaskAction.FORWARD, applicant)
+    ran = _keys_of(ex, "sc-1", "checks")
+    assert ran["checks:join"] == TaskState.COMPLETED
     manager = _ctx("sc-1", actor="mgr")
     task = ex.claim_task("checked", manager)
     assert task is not None and task.node_id == "mgr"
-    states = dict(ex.state_repository.states("sc-1"))  # type: ignore[attr-defined]
-    match = "the parallel gateway 'split' of sub-graph 'checks', called on the way by 'call'"
-    with pytest.raises(SendBackError, match=match):
-        ex.send_back(task, manager)
-    assert ex.state_repository.states("sc-1") == states  # type: ignore[attr-defined]
+    assert ex.send_back(task, manager)
+    assert _keys_of(ex, "sc-1", "checks") == {}
+    assert [t.node_id for t in ex.open_tasks("sc-1")] == ["apply"]
+    ex.submit_task_at("checked", "apply", TaskAction.FORWARD, applicant)
+    assert _keys_of(ex, "sc-1", "checks") == ran
+    assert [t.node_id for t in ex.open_tasks("sc-1")] == ["mgr"]
+
+
+def test_send_back_across_a_sub_graph_with_a_human_task_on_a_branch_not_taken() -> None:
+    """Only a human task that holds a state refuses: one on a branch the sub-graph's
+    gateway did not take was never operated."""
+    vet = """
+id: vet
+layout:
+  - {id: vs, type: start, link: vgw}
+  - id: vgw
+    type: exclusive
+    link:
+      - {nextId: legal, when: "amount >= 10000"}
+      - {nextId: auto}
+  - {id: legal, meta: {actor: legal}, link: ve}
+  - {id: auto, task: "vetted = 1", link: ve}
+  - {id: ve, type: end}
+"""
+    vetted = CHECKED.replace("id: checked", "id: vetted").replace("#checks", "#vet")
+    ex = _graded(vet, vetted)
+    applicant = _ctx("sv-1", actor="al", amount=5)
+    ex.submit_task_at("vetted", "apply", TaskAction.FORWARD, applicant)
+    manager = _ctx("sv-1", actor="mgr", amount=5)
+    task = ex.claim_task("vetted", manager)
+    assert task is not None and task.node_id == "mgr"
+    assert ex.send_back(task, manager)
+    assert [t.node_id for t in ex.open_tasks("sv-1")] == ["apply"]
+    assert _keys_of(ex, "sv-1", "vet") == {}
 
 
 def test_send_back_out_of_a_parallel_split_is_refused_and_writes_nothing(
