@@ -33,6 +33,7 @@ from uuid import UUID
 from flow import codec
 from flow.context import FlowContext, NonSerializable
 from flow.errors import ContextValueError, SnapshotError
+from flow.workflow._arguments import identity_text
 from flow_sqla import _options as options
 from flow_sqla._rows import parse_vars
 
@@ -50,12 +51,14 @@ AUDIT_KEYS: tuple[str, ...] = ("auditor", "creator", "actor")
 
 def default_auditor(ctx: FlowContext) -> str | None:
     """Who writes: the context's ``auditor``, else ``creator``, else ``actor`` (as the Go
-    plugin does), as text; ``None`` when the context names nobody."""
+    plugin does), as text; ``None`` when the context names nobody. A value that is neither a
+    string nor an integer is refused as the executor refuses it (see
+    :func:`~flow.workflow._arguments.identity_text`), before anything is written."""
     data = ctx.data
     for key in AUDIT_KEYS:
         value = data.get(key)
         if value is not None:
-            return str(value)
+            return identity_text(value, key, ctx.instance_id)
     return None
 
 

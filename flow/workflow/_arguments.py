@@ -4,7 +4,9 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 
 from __future__ import annotations
 
+from flow.codec import int_text_limit, too_long_for_text
 from flow.context import FlowContext
+from flow.errors import ContextValueError
 from flow.graph import Graph, Node
 from flow.workflow.aggregate import (
     MAX_CURSOR,
@@ -107,6 +109,30 @@ def check_message(message: object, ctx: FlowContext) -> None:
         )
 
 
+def identity_text(value: object, key: str, instance_id: object) -> str:
+    """Who acts or audits, as the text stored in history and instance rows (``assignee``,
+    ``creator``): a string as it is, an integer as its decimal digits.
+
+    Anything else is refused, on every repository alike, instead of storing some object's
+    ``str()`` (``b"bob"`` as ``"b'bob'"``, ``True`` as ``"True"``) or letting a ``__str__``
+    raise from inside an operation. A string or integer subclass is read through the base
+    type, so its own ``__str__`` never runs. Raises :class:`InvalidArgumentTypeError`, or
+    :class:`ContextValueError` for an integer with more digits than Python writes as text;
+    both name ``key`` and the instance.
+    """
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if too_long_for_text(value):
+            raise ContextValueError(
+                f"{key}: integer with more than {int_text_limit()} digits cannot be written "
+                "as text",
+                instance_id=instance_id if isinstance(instance_id, str) else None,
+            )
+        return int.__repr__(value)
+    raise InvalidArgumentTypeError(key, value, "a string or an integer", instance_id=instance_id)
+
+
 def checked_status(status: InstanceStatus | int) -> InstanceStatus:
     try:
         return InstanceStatus(status)
@@ -140,4 +166,5 @@ __all__ = [
     "checked_identities",
     "checked_instance_id",
     "checked_status",
+    "identity_text",
 ]

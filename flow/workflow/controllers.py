@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flow.node_type import NodeType
+from flow.workflow._arguments import identity_text
 from flow.workflow.errors import InvalidArgumentTypeError, InvalidQueryError
 
 if TYPE_CHECKING:
@@ -178,11 +179,13 @@ class ActorStateController:
         return tuple(found)
 
     def actor_of(self, ctx: FlowContext) -> str | None:
-        """The context's value for the first key it holds (the assignee of a task record)."""
+        """The context's value for the first key it holds (the assignee of a task record), as
+        text; a value that is neither a string nor an integer raises (see
+        :func:`~flow.workflow._arguments.identity_text`)."""
         for key in self.keys:
             value = ctx.get(key)
             if value is not None:
-                return str(value)
+                return identity_text(value, key, ctx.instance_id)
         return None
 
     def __repr__(self) -> str:

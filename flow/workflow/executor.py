@@ -34,6 +34,7 @@ from flow.workflow._arguments import (
     checked_identities,
     checked_instance_id,
     checked_status,
+    identity_text,
 )
 from flow.workflow._frontier import Frontier, build_index, claimed_only, walked_frontier
 from flow.workflow._intent import INTENT_KEY, IntentType, WorkflowIntent
@@ -747,7 +748,7 @@ class WorkflowExecutor:
         for key in keys:
             value = ctx.get(key)
             if value is not None:
-                return str(value)
+                return identity_text(value, key, ctx.instance_id)
         return ""
 
     # -- operation frame ---------------------------------------------------------------
@@ -1058,7 +1059,7 @@ class WorkflowExecutor:
         for key in keys:
             value = ctx.get(key)
             if value is not None:
-                return str(value)
+                return identity_text(value, key, ctx.instance_id)
         return node.meta_as_str("actor") or ""
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from flow.workflow._arguments import identity_text
 from flow.workflow.aggregate import (
     IndexRead,
     InstanceIndex,
@@ -336,10 +337,11 @@ class InMemoryStateRepository:
 
 
 def _auditor(ctx: FlowContext) -> str | None:
+    """Who created the instance (see :func:`identity_text` for the values refused)."""
     for key in _AUDIT_KEYS:
         value = ctx.data.get(key)
         if value is not None:
-            return str(value)
+            return identity_text(value, key, ctx.instance_id)
     return None
 
 

@@ -16,9 +16,18 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from _support import approve, count_rows, ctx, executor, flow_engine, migrate, raw_row
+from _support import (
+    approve,
+    count_rows,
+    ctx,
+    every_row,
+    executor,
+    flow_engine,
+    migrate,
+    raw_row,
+)
 
-from flow import CodecLimits, ContextValueError, SnapshotError
+from flow import CodecLimits, ContextValueError, FlowContext, SnapshotError
 from flow.workflow import ActorStateController, TaskAction, WorkflowExecutor
 from flow_sqla import SqlStateRepository, TaskHistoryRecorder, sql_workflow
 
@@ -341,3 +350,60 @@ def test_reads_given_an_id_that_is_not_a_string_raise_typed_errors(db: sa.Engine
             read()
     with pytest.raises(InvalidQueryError, match="assignee must be a string"):
         recorder.by_assignee(bad)
+
+
+class _BrokenStr:
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+IDENTITIES_NOT_TEXT = [b"employee", ["employee"], {"name": "employee"}, True, 1.5, _BrokenStr()]
+
+
+@pytest.mark.parametrize("step", ["claim", "submit_task_at"])
+@pytest.mark.parametrize("key", ["actor", "auditor"])
+@pytest.mark.parametrize("bad", [*IDENTITIES_NOT_TEXT, 10**5000], ids=lambda v: type(v).__name__)
+def test_an_actor_or_auditor_that_is_not_text_is_refused_and_writes_no_row(
+    db: sa.Engine, bad: Any, key: str, step: str
+) -> None:
+    """Stored as ``assignee``/``creator``/``updater`` text: a string or an integer only (an
+    integer past Python's digit limit cannot be written as text at all)."""
+    from flow.workflow import InvalidArgumentTypeError
+
+    ex = executor(db, index=True)
+    data = {"actor": "employee", "amount": 1, key: bad}
+    c = FlowContext.of("who-1", data)
+    error = ContextValueError if isinstance(bad, int) and not isinstance(bad, bool) else None
+    with pytest.raises(error or InvalidArgumentTypeError, match=rf"^{key}\b.*'who-1'\)$"):
+        if step == "claim":
+            ex.claim_task("oa", c)
+        else:
+            ex.submit_task_at("oa", "apply", TaskAction.FORWARD, c)
+    for table in ("bpm_flow_repository", "bpm_flow_task", "bpm_flow_todo"):
+        assert count_rows(db, table) == 0, table
+    assert approve(ex, "who-1", "employee", amount=1)
+
+
+@pytest.mark.parametrize("bad", [b"clerk", 10**5000], ids=["bytes", "huge int"])
+def test_an_auditor_that_is_not_text_leaves_an_existing_instance_as_it_was(
+    db: sa.Engine, bad: Any
+) -> None:
+    ex = executor(db, index=True)
+    approve(ex, "who-2", "employee", amount=1)
+    task = ex.claim_task("oa", ctx("who-2", "manager"))
+    before = every_row(db)
+    with pytest.raises((ContextValueError, TypeError), match="'who-2'"):
+        ex.submit_task_if_waiting(task, TaskAction.FORWARD, ctx("who-2", "manager", auditor=bad))
+    assert every_row(db) == before
+    assert approve(ex, "who-2", "manager")
+
+
+def test_an_integer_actor_is_stored_as_its_digits(db: sa.Engine) -> None:
+    ex = executor(db, index=True)
+    c = FlowContext.of("who-3", {"actor": 42, "amount": 1})
+    ex.submit_task_at("oa", "apply", TaskAction.FORWARD, c)
+    (entry,) = TaskHistoryRecorder(db).history("who-3")
+    assert (entry.assignee, entry.creator) == ("42", "42")
