@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flow._text import is_unicode
+from flow._text import is_unicode, safe_repr
 from flow.codec import int_text_limit, too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
@@ -44,7 +44,8 @@ def check_text(value: object, what: str, graph_id: str | None) -> str | None:
         )
     if not is_unicode(value):
         raise GraphDefinitionError(
-            f"{what} is not valid Unicode text (lone surrogate): {_shown(value)}", graph_id=graph_id
+            f"{what} is not valid Unicode text (lone surrogate): {safe_repr(value, _SHOWN)}",
+            graph_id=graph_id,
         )
     return value
 
@@ -88,8 +89,3 @@ def check_priority(value: object, what: str, graph_id: str | None) -> int:
             graph_id=graph_id,
         )
     return int(value)
-
-
-def _shown(text: str) -> str:
-    """``text`` quoted for a message, cut to :data:`_SHOWN` characters."""
-    return repr(text) if len(text) <= _SHOWN else f"{text[:_SHOWN]!r}..."

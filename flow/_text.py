@@ -42,3 +42,34 @@ def _escaped(ch: str) -> str:
     if ch in BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
         return ascii(ch)[1:-1]
     return ch
+
+
+#: How many characters of a caller's value an error message quotes.
+SHOWN_CHARS = 200
+
+
+def safe_repr(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message about a caller's value: at most ``limit``
+    characters (then ``...``), and ``<typename>`` when ``repr`` itself fails.
+
+    The value is often the problem being reported — an integer past Python's digit limit
+    (whose ``repr`` raises ``ValueError``), an object whose ``__repr__`` raises, a 10 MB
+    string — and building the error must never raise in its place nor copy megabytes.
+    """
+    if type(value) is str and len(value) > limit:
+        return f"{value[:limit]!r}..."
+    try:
+        text = repr(value)
+    except Exception:  # whatever a caller's __repr__ raises: the error is about the value
+        return f"<{_type_name(value)}>"
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+def _type_name(value: object) -> str:
+    """The name of ``value``'s type; ``object`` if even that is unreadable (a metaclass of
+    the caller's may define ``__name__``)."""
+    try:
+        name = type(value).__name__
+    except Exception:
+        return "object"
+    return name if type(name) is str else "object"

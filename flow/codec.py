@@ -51,6 +51,7 @@ from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
+from flow._text import safe_repr
 from flow.errors import ContextValueError, SnapshotError
 
 #: The key of the escape object that wraps a user dict whose only key starts with ``$``.
@@ -95,7 +96,9 @@ class CodecLimits:
         for name in ("max_depth", "max_int_digits", "max_bytes"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
-                raise ValueError(f"CodecLimits.{name} must be a positive int, got {value!r}")
+                raise ValueError(
+                    f"CodecLimits.{name} must be a positive int, got {safe_repr(value)}"
+                )
         if self.max_depth > _MAX_DEPTH_CAP:
             raise ValueError(f"CodecLimits.max_depth must be at most {_MAX_DEPTH_CAP}")
 
@@ -252,9 +255,9 @@ class Encoder:
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise ContextValueError(f"{path}: key {key!r} is not a string")
+                raise ContextValueError(f"{path}: key {safe_repr(key)} is not a string")
             if has_lone_surrogate(key):
-                raise ContextValueError(f"{path}: key {key!r} is not valid Unicode text")
+                raise ContextValueError(f"{path}: key {safe_repr(key)} is not valid Unicode text")
             self.estimate += 6 * len(key) + 4
             out[key] = self.value(item, f"{path}.{key}", depth + 1)
         return {ESCAPE_KEY: out} if escape else out

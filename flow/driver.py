@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from flow._text import safe_repr
 from flow.container import Container, MapContainer
 from flow.errors import (
     ComponentNotFoundError,
@@ -179,7 +180,9 @@ def _test(component: Any, ctx: FlowContext) -> bool:
         return bool(test(ctx))
     if callable(component):
         return bool(component(ctx))
-    raise FlowError(f"Condition {component!r} is neither callable nor has a test(ctx) method")
+    raise FlowError(
+        f"Condition {safe_repr(component)} is neither callable nor has a test(ctx) method"
+    )
 
 
 def _run(component: Any, ctx: FlowContext, node: Node) -> None:

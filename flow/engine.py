@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from flow._text import safe_repr
 from flow._walk import Walk
 from flow.context import FlowContext
 from flow.driver import FlowDriver, SimpleFlowDriver
@@ -179,7 +180,7 @@ class FlowEngine:
 
 def _nested_too_deep(graph: Graph, exchanger: FlowExchanger) -> FlowError:
     instance_id = exchanger.instance_to_name
-    where = f" (instance {instance_id!r})" if instance_id else ""
+    where = f" (instance {safe_repr(instance_id)})" if instance_id else ""
     return FlowError(
         f"Evaluations of graph {graph.id!r} nest deeper than Python's stack allows{where}: an "
         "interceptor, task or driver evaluates a graph inside an evaluation that leads back "
@@ -199,7 +200,7 @@ def _checked_eval_arguments(graph: object, ctx: object, steps: object) -> int:
             raise TypeError
         return operator.index(steps)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"steps must be an integer, not {steps!r}") from None
+        raise TypeError(f"steps must be an integer, not {safe_repr(steps)}") from None
 
 
 __all__ = ["FlowEngine"]

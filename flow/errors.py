@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from flow._text import safe_repr
+
 
 class FlowError(Exception):
     """Root of every error raised by ``flow`` and ``flow_sqla``."""
@@ -87,8 +89,8 @@ class StepBudgetError(FlowError):
         self.budget = budget
         super().__init__(
             f"Step budget of {budget} nodes exceeded at node {node_id!r} of graph {graph_id!r} "
-            f"(instance {instance_id!r}): the walk goes round a cycle that no waiting task "
-            "breaks, or its splits fan out into more paths than that (splits without a join "
+            f"(instance {safe_repr(instance_id)}): the walk goes round a cycle that no waiting "
+            "task breaks, or its splits fan out into more paths than that (splits without a join "
             "repeat everything after them per branch); send work back with "
             "TaskAction.BACK/BACK_JUMP instead of an edge, join branches with a gateway, or "
             "raise WorkflowExecutor(max_steps=...)"
@@ -109,7 +111,9 @@ class ResumeError(FlowError):
         self.instance_id = instance_id
         self.passed = passed
         where = (
-            f" (instance {instance_id!r})" if isinstance(instance_id, str) and instance_id else ""
+            f" (instance {safe_repr(instance_id)})"
+            if isinstance(instance_id, str) and instance_id
+            else ""
         )
         super().__init__(
             f"Cannot resume graph {graph_id!r} at its last recorded node {node_id!r}{where}: "
@@ -130,8 +134,8 @@ class GraphNotFoundError(FlowError, LookupError):
         self.instance_id = instance_id
         self.called_from = called_from
         caller = "" if called_from is None else f", called by node {called_from!r}"
-        where = "" if instance_id is None else f" (instance {instance_id!r})"
-        super().__init__(f"Flow graph not found: {graph_id!r}{caller}{where}")
+        where = "" if instance_id is None else f" (instance {safe_repr(instance_id)})"
+        super().__init__(f"Flow graph not found: {safe_repr(graph_id)}{caller}{where}")
 
 
 class NodeNotFoundError(FlowError, LookupError):
@@ -141,7 +145,7 @@ class NodeNotFoundError(FlowError, LookupError):
         self.node_id = node_id
         self.graph_id = graph_id
         where = f" in graph {graph_id!r}" if graph_id is not None else ""
-        super().__init__(f"Node not found: {node_id!r}{where}")
+        super().__init__(f"Node not found: {safe_repr(node_id)}{where}")
 
 
 class ExpressionError(FlowError):
@@ -173,7 +177,7 @@ class ExpressionError(FlowError):
         if node_id is not None:
             where.append(f"task of node {node_id!r} in graph {graph_id!r}")
         if instance_id:
-            where.append(f"instance {instance_id!r}")
+            where.append(f"instance {safe_repr(instance_id)}")
         if where:
             message = f"{message} ({', '.join(where)})"
         super().__init__(message)
@@ -220,7 +224,7 @@ class ConditionError(FlowError):
             where = f"link {node_id} -> {link_to}" if link_to is not None else f"node {node_id!r}"
             details.append(f"at {where}")
         if instance_id is not None:
-            details.append(f"instance {instance_id!r}")
+            details.append(f"instance {safe_repr(instance_id)}")
         if cause is not None:
             details.append(f"{type(cause).__name__}: {_first_line(cause)}")
         if details:
@@ -243,7 +247,7 @@ class TaskError(FlowError):
         self.instance_id = instance_id
         message = f"The task handle failed: {graph_id} / {node_id}"
         if instance_id is not None:
-            message += f" (instance {instance_id!r})"
+            message += f" (instance {safe_repr(instance_id)})"
         super().__init__(message)
 
 
@@ -252,7 +256,7 @@ class ComponentNotFoundError(FlowError, LookupError):
 
     def __init__(self, name: str, message: str | None = None) -> None:
         self.name = name
-        super().__init__(message or f"The component {name!r} does not exist")
+        super().__init__(message or f"The component {safe_repr(name)} does not exist")
 
 
 class SnapshotError(FlowError):
@@ -261,7 +265,7 @@ class SnapshotError(FlowError):
     def __init__(self, message: str, *, instance_id: str | None = None) -> None:
         self.instance_id = instance_id
         if instance_id is not None:
-            message = f"{message} (instance {instance_id!r})"
+            message = f"{message} (instance {safe_repr(instance_id)})"
         super().__init__(message)
 
 

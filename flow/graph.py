@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow._fields import check_description, check_id, check_priority, check_text, check_type
 from flow._frozen import budget, freeze_meta, refuse_delattr, refuse_setattr
+from flow._text import safe_repr
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
 from flow.spec import LinkSpec, NodeSpec
@@ -293,15 +294,15 @@ class Graph:
             what = f"The id of node #{position} of graph {self.id!r}"
             if not isinstance(ns, NodeSpec):
                 raise GraphDefinitionError(
-                    f"Node #{position} of graph {self.id!r} ({key!r}) must be a NodeSpec, not "
-                    f"{type(ns).__name__}",
+                    f"Node #{position} of graph {self.id!r} ({safe_repr(key)}) must be a NodeSpec, "
+                    f"not {type(ns).__name__}",
                     graph_id=self.id,
                 )
             node_id = check_id(ns.id, what, self.id)
             if node_id != key:
                 raise GraphDefinitionError(
-                    f"{what} is {node_id!r} but the node was added as {key!r}: add the node "
-                    "again (GraphSpec.add_node) after changing its id",
+                    f"{what} is {node_id!r} but the node was added as {safe_repr(key)}: add the "
+                    "node again (GraphSpec.add_node) after changing its id",
                     graph_id=self.id,
                 )
             node_map[node_id] = Node(self, ns, spent)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from flow._text import safe_repr
 from flow.errors import GraphDefinitionError, NodeNotFoundError
 from flow.node_type import NodeType
 
@@ -64,7 +65,7 @@ class LinkSpec:
         self.when = _description(when)
         self.title = title
         self.priority = priority
-        self.meta: dict[str, Any] = _meta_dict(meta, f"link to {next_id!r}")
+        self.meta: dict[str, Any] = _meta_dict(meta, f"link to {safe_repr(next_id)}")
 
     def __repr__(self) -> str:
         return f"LinkSpec({self.next_id!r})"
@@ -99,7 +100,7 @@ class NodeSpec:
         self.id = id
         self.type = type
         self.title = title
-        self.meta: dict[str, Any] = _meta_dict(meta, f"node {id!r}")
+        self.meta: dict[str, Any] = _meta_dict(meta, f"node {safe_repr(id)}")
         self.when = _description(when)
         self.task = _description(task)
         self.links: list[LinkSpec] = []

@@ -11,13 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from flow._text import safe_repr
+
 _T = TypeVar("_T")
 
 
 def flag(name: str, value: object) -> bool:
     """A yes/no option: ``True`` or ``False`` only."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, not {value!r}")
+        raise TypeError(f"{name} must be True or False, not {safe_repr(value)}")
     return value
 
 
@@ -39,7 +41,7 @@ def context_keys(name: str, value: Iterable[str] | None) -> frozenset[str] | Non
     keys = frozenset(value)
     wrong = [key for key in keys if not isinstance(key, str)]
     if wrong:
-        raise TypeError(f"{name} must hold strings only, not {wrong[0]!r}")
+        raise TypeError(f"{name} must hold strings only, not {safe_repr(wrong[0])}")
     return keys
 
 
@@ -47,7 +49,7 @@ def whole_number(name: str, value: object) -> int:
     """A count option (``attempts``, ``batch_size``): an ``int``, never a ``bool``, a float
     or text (its range is the caller's to check, with a ``ValueError``)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
+        raise TypeError(f"{name} must be an integer, not {safe_repr(value)}")
     return value
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from uuid import UUID
 
 from flow import codec
+from flow._text import safe_repr
 from flow.context import FlowContext, NonSerializable
 from flow.errors import ContextValueError, SnapshotError
 from flow.workflow._arguments import identity_text
@@ -168,7 +169,7 @@ class VarsPolicy:
     def _check_key(instance_id: str, key: Any) -> None:
         if not isinstance(key, str) or codec.has_lone_surrogate(key):
             raise ContextValueError(
-                f"Context variable {key!r} cannot be stored: keys must be strings of valid"
+                f"Context variable {safe_repr(key)} cannot be stored: keys must be strings of valid"
                 " Unicode text",
                 instance_id=instance_id,
             )
@@ -180,7 +181,8 @@ class VarsPolicy:
             return encoder.value(value, key)
         except ContextValueError as exc:
             raise ContextValueError(
-                f"Context variable {key!r} cannot be stored: {exc}", instance_id=instance_id
+                f"Context variable {safe_repr(key)} cannot be stored: {exc}",
+                instance_id=instance_id,
             ) from None
 
     def check(self, instance_id: str, data: Mapping[str, Any]) -> None:

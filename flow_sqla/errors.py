@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from flow._text import safe_repr
 from flow.errors import FlowError, GraphDefinitionError
 from flow.workflow.errors import ConcurrentSubmitError
 
@@ -22,7 +23,7 @@ class RepositoryError(FlowError):
     def __init__(self, message: str, *, instance_id: str | None = None) -> None:
         self.instance_id = instance_id
         if instance_id is not None:
-            message = f"{message} (instance {instance_id!r})"
+            message = f"{message} (instance {safe_repr(instance_id)})"
         super().__init__(message)
 
 
@@ -81,7 +82,7 @@ class InvalidIdentifierError(FlowError, ValueError):
         self.identifier = identifier
         self.kind = kind
         detail = reason or "must match [A-Za-z_][A-Za-z0-9_]* and be at most 63 characters"
-        super().__init__(f"Invalid SQL {kind} {identifier!r}: {detail}")
+        super().__init__(f"Invalid SQL {kind} {safe_repr(identifier)}: {detail}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +188,7 @@ class StaleCacheError(ConcurrentSubmitError):
     def __init__(self, instance_id: str) -> None:
         super().__init__(
             instance_id,
-            f"Instance {instance_id!r} was changed by another process since this process "
+            f"Instance {safe_repr(instance_id)} was changed by another process since this process "
             "cached it (cache='process'); nothing was written, retry the operation",
         )
 
@@ -225,7 +226,7 @@ class InvalidArgumentError(FlowError, ValueError):
     def __init__(self, name: str, value: object, reason: str) -> None:
         self.name = name
         self.value = value
-        super().__init__(f"Invalid {name} {value!r}: {reason}")
+        super().__init__(f"Invalid {name} {safe_repr(value)}: {reason}")
 
 
 class UnstorableValueError(FlowError, ValueError):
@@ -242,7 +243,7 @@ class UnstorableValueError(FlowError, ValueError):
         self.field = field
         self.reason = reason
         self.instance_id = instance_id
-        where = f" (instance {instance_id!r})" if instance_id is not None else ""
+        where = f" (instance {safe_repr(instance_id)})" if instance_id is not None else ""
         shown = f" {_preview(value)}" if value else ""
         super().__init__(f"Cannot store the {field}{shown}: {reason}{where}")
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from flow._text import safe_repr
 from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
@@ -100,9 +101,11 @@ def reindex(
     ``ValueError`` for ``batch_size`` or ``after`` out of range.
     """
     if not 1 <= whole_number("batch_size", batch_size) <= MAX_BATCH_SIZE:
-        raise ValueError(f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {batch_size!r}")
+        raise ValueError(
+            f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {safe_repr(batch_size)}"
+        )
     if not 0 <= whole_number("after", after) <= MAX_CURSOR:
-        raise ValueError(f"after must be a row id (0 to {MAX_CURSOR}), got {after!r}")
+        raise ValueError(f"after must be a row id (0 to {MAX_CURSOR}), got {safe_repr(after)}")
     # Checked before the first batch commits: a wrong hook would fail only after it.
     flag("everything", everything)
     for name, hook in (

@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from flow._text import safe_repr
 from flow_sqla._dialect import ExactString
 from flow_sqla.errors import InvalidIdentifierError
 
@@ -48,7 +49,7 @@ def validate_identifier(value: object, *, kind: str = "identifier") -> str:
     non-strings, names PostgreSQL would silently truncate).
     """
     if not isinstance(value, str):
-        raise InvalidIdentifierError(repr(value), kind=kind)
+        raise InvalidIdentifierError(safe_repr(value), kind=kind)
     if _IDENTIFIER.fullmatch(value) is None:
         raise InvalidIdentifierError(value, kind=kind)
     return value

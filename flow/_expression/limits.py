@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 import simpleeval as se
 
+from flow._text import safe_repr
+
 
 @dataclass(frozen=True, kw_only=True)
 class ExpressionLimits:
@@ -60,7 +62,9 @@ class ExpressionLimits:
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ExpressionLimits.{name} must be a positive int, not {value!r}")
+                raise ValueError(
+                    f"ExpressionLimits.{name} must be a positive int, not {safe_repr(value)}"
+                )
 
 
 DEFAULT_LIMITS = ExpressionLimits()

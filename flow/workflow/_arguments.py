@@ -4,6 +4,7 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 
 from __future__ import annotations
 
+from flow._text import safe_repr
 from flow.codec import int_text_limit, too_long_for_text
 from flow.context import FlowContext
 from flow.errors import ContextValueError
@@ -16,7 +17,7 @@ from flow.workflow.aggregate import (
     OpenTask,
 )
 from flow.workflow.errors import InvalidArgumentTypeError, InvalidInstanceIdError, InvalidQueryError
-from flow.workflow.states import TaskState
+from flow.workflow.states import TaskState, member_with_code
 from flow.workflow.task import Task
 
 
@@ -25,12 +26,14 @@ def check_page(limit: int, after: int | None) -> None:
     them a driver would raise ``OverflowError`` or fetch without bound."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE_SIZE:
         raise InvalidQueryError(
-            f"limit must be an integer from 1 to {MAX_PAGE_SIZE}, got {limit!r}"
+            f"limit must be an integer from 1 to {MAX_PAGE_SIZE}, got {safe_repr(limit)}"
         )
     if after is not None and (
         isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= MAX_CURSOR
     ):
-        raise InvalidQueryError(f"after must be a cursor from a previous page, got {after!r}")
+        raise InvalidQueryError(
+            f"after must be a cursor from a previous page, got {safe_repr(after)}"
+        )
 
 
 def checked_identities(identities: tuple[object, ...]) -> tuple[str, ...]:
@@ -64,7 +67,7 @@ def check_filter(name: str, value: object) -> None:
     """A query filter is text or ``None``: a number or a list would reach the driver, which
     answers differently per database (an error on PostgreSQL, no match on the others)."""
     if value is not None and not isinstance(value, str):
-        raise InvalidQueryError(f"{name} must be a string or None, got {value!r}")
+        raise InvalidQueryError(f"{name} must be a string or None, got {safe_repr(value)}")
 
 
 def check_context(ctx: object) -> None:
@@ -134,10 +137,11 @@ def identity_text(value: object, key: str, instance_id: object) -> str:
 
 
 def checked_status(status: InstanceStatus | int) -> InstanceStatus:
-    try:
-        return InstanceStatus(status)
-    except ValueError:
-        raise InvalidQueryError(f"unknown instance status {status!r}") from None
+    """An ``instances(status=...)`` filter: a member or its code."""
+    member = member_with_code(InstanceStatus, status)
+    if member is None:
+        raise InvalidQueryError(f"unknown instance status {safe_repr(status)}")
+    return member
 
 
 def check_sendable(task: object, ctx: FlowContext) -> None:

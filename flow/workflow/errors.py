@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flow._text import safe_repr
 from flow.errors import FlowError
 
 
@@ -17,7 +18,7 @@ class InvalidActionError(FlowError, ValueError):
         self.graph_id = graph_id
         self.node_id = node_id
         where = f" (graph {graph_id!r}, node {node_id!r})" if graph_id is not None else ""
-        super().__init__(f"Task action is UNKNOWN: {action!r}{where}")
+        super().__init__(f"Task action is UNKNOWN: {safe_repr(action)}{where}")
 
 
 class TaskNotWaitingError(FlowError):
@@ -30,8 +31,8 @@ class TaskNotWaitingError(FlowError):
         self.node_id = node_id
         self.state = state
         super().__init__(
-            f"Task {graph_id}:{node_id} of instance {instance_id!r} is not waiting "
-            f"(state {state!r})"
+            f"Task {graph_id}:{node_id} of instance {safe_repr(instance_id)} is not waiting "
+            f"(state {safe_repr(state)})"
         )
 
 
@@ -44,7 +45,8 @@ class ConcurrentSubmitError(FlowError):
         self.retryable = True
         super().__init__(
             message
-            or f"Instance {instance_id!r} is locked by a concurrent operation; retry the submit"
+            or f"Instance {safe_repr(instance_id)} is locked by a concurrent operation; retry the "
+            "submit"
         )
 
 
@@ -60,7 +62,7 @@ class InvalidInstanceIdError(FlowError, ValueError):
             reason = f"must be a string, got {type(instance_id).__name__}"
         else:
             reason = "must not be empty or only whitespace"
-        super().__init__(f"Invalid instance id {instance_id!r}: {reason}")
+        super().__init__(f"Invalid instance id {safe_repr(instance_id)}: {reason}")
 
 
 class InvalidArgumentTypeError(FlowError, TypeError):
@@ -75,7 +77,7 @@ class InvalidArgumentTypeError(FlowError, TypeError):
         self.name = name
         self.value = value
         self.instance_id = instance_id
-        where = f" (instance {instance_id!r})" if isinstance(instance_id, str) else ""
+        where = f" (instance {safe_repr(instance_id)})" if isinstance(instance_id, str) else ""
         super().__init__(f"{name} must be {expected}, not {type(value).__name__}{where}")
 
 
@@ -87,7 +89,9 @@ class InstanceClosedError(FlowError):
         self.instance_id = instance_id
         self.status = status
         name = getattr(status, "name", status)
-        super().__init__(f"Instance {instance_id!r} is {name}: only a RESTART submit may change it")
+        super().__init__(
+            f"Instance {safe_repr(instance_id)} is {name}: only a RESTART submit may change it"
+        )
 
 
 class GraphMismatchError(FlowError, ValueError):
@@ -98,8 +102,10 @@ class GraphMismatchError(FlowError, ValueError):
         self.instance_id = instance_id
         self.graph_id = graph_id
         self.stored_graph_id = stored_graph_id
-        runs = f"graph {stored_graph_id!r}" if stored_graph_id else "another graph"
-        super().__init__(f"Instance {instance_id!r} runs {runs}, not graph {graph_id!r}")
+        runs = f"graph {safe_repr(stored_graph_id)}" if stored_graph_id else "another graph"
+        super().__init__(
+            f"Instance {safe_repr(instance_id)} runs {runs}, not graph {safe_repr(graph_id)}"
+        )
 
 
 class SendBackError(FlowError):
@@ -112,7 +118,8 @@ class SendBackError(FlowError):
         self.node_id = node_id
         self.reason = reason
         super().__init__(
-            f"Cannot send back task {graph_id}:{node_id} of instance {instance_id!r}: {reason}"
+            f"Cannot send back task {graph_id}:{node_id} of instance {safe_repr(instance_id)}: "
+            f"{reason}"
         )
 
 
@@ -125,7 +132,7 @@ class IndexUnavailableError(FlowError):
         self.operation = operation
         super().__init__(
             f"{operation}() needs a state repository that keeps the task index; "
-            f"{repository!r} does not (use sql_workflow(..., index=True) or "
+            f"{safe_repr(repository)} does not (use sql_workflow(..., index=True) or "
             "InMemoryStateRepository)"
         )
 

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from flow._expression.limits import OperationBudget
+from flow._text import safe_repr
 from flow._walk import call_task
 from flow.context import FlowContext
 from flow.errors import GraphNotFoundError, NodeNotFoundError, SnapshotError
@@ -142,7 +143,7 @@ class WorkflowExecutor:
         # every walk with a raw TypeError; 0, a negative count or a bool refused every
         # operation with StepBudgetError — both long after the budget was set.
         if value is not None and (type(value) is not int or value < 1):
-            raise ValueError(f"max_steps must be a positive int or None, got {value!r}")
+            raise ValueError(f"max_steps must be a positive int or None, got {safe_repr(value)}")
         self._max_steps = value
 
     # -- queries -----------------------------------------------------------------------

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TypeVar
+from typing import TypeVar, cast
 
 _Code = TypeVar("_Code", bound=IntEnum)
+
+
+def member_with_code(enum: type[_Code], code: object) -> _Code | None:
+    """The member of ``enum`` whose value is ``code``; ``None`` for anything else.
+
+    Looked up by value, not by calling the enum: its "is not a valid" error ``repr()``s the
+    code, which raises for an integer past Python's digit limit or a broken ``__repr__``."""
+    try:
+        member = enum._value2member_map_.get(code)
+    except TypeError:  # unhashable (a list, a dict): no code
+        return None
+    return None if member is None else cast(_Code, member)
 
 
 def _member_or_unknown(enum: type[_Code], code: int | None) -> _Code:
     """The member of ``enum`` with ``code``, else its UNKNOWN member (code 0), as the reference's
     ``codeOf`` does for codes written by other services."""
-    try:
-        return enum(0 if code is None else code)
-    except ValueError:
-        return enum(0)
+    member = member_with_code(enum, code)
+    return enum(0) if member is None else member
 
 
 class TaskState(IntEnum):
