@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from flow import codec
-from flow.errors import ContextValueError, SnapshotError
+from flow.errors import ContextValueError, InvalidArgumentTypeError, SnapshotError
 from flow.node_type import NodeType
 from flow.trace import FlowTrace, NodeRecord
 
@@ -47,6 +47,14 @@ class FlowContext:
         #: The exchanger of the evaluation currently running on this context (``None`` outside).
         self.exchanger: FlowExchanger | None = None
         self._stopped = False
+        if data is not None and not isinstance(data, Mapping):
+            # A list of pairs or a JSON array failed in put_all with a bare AttributeError.
+            raise InvalidArgumentTypeError(
+                "data",
+                data,
+                "a mapping of variable names to values, or None",
+                instance_id=instance_id,
+            )
         if data:
             self.put_all(data)
 

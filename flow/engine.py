@@ -13,11 +13,16 @@ from flow._text import safe_repr
 from flow._walk import Walk
 from flow.context import FlowContext
 from flow.driver import FlowDriver, SimpleFlowDriver
-from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError
+from flow.errors import (
+    FlowError,
+    GraphDefinitionError,
+    GraphNotFoundError,
+    InvalidArgumentTypeError,
+)
 from flow.exchanger import FlowExchanger
 from flow.graph import Graph
 from flow.interceptor import FlowInterceptor, FlowInvocation
-from flow.loader import GRAPH_FILE_SUFFIXES
+from flow.loader import GRAPH_FILE_SUFFIXES, graph_file_path
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -49,12 +54,13 @@ class FlowEngine:
         """Register a graph, a graph file, or every ``.yml``/``.yaml``/``.json`` file matching a
         glob pattern (``**`` recurses); returns the graphs loaded (a glob may match none).
 
-        Raises :class:`GraphDefinitionError` for an unreadable or invalid file.
+        Raises :class:`GraphDefinitionError` for an unreadable or invalid file, and for a
+        ``source`` that is no path (not a ``str``/``os.PathLike``, or holding NUL).
         """
         if isinstance(source, Graph):
             self._graphs = {**self._graphs, source.id: source}
             return [source]
-        text = os.fspath(source)
+        text = graph_file_path(source)
         if _GLOB_CHARS.isdisjoint(text):
             paths = [Path(text)]
         else:
@@ -189,18 +195,24 @@ def _nested_too_deep(graph: Graph, exchanger: FlowExchanger) -> FlowError:
 
 
 def _checked_eval_arguments(graph: object, ctx: object, steps: object) -> int:
-    """``steps`` as an ``int``; a ``TypeError`` naming the argument, instead of an
-    ``AttributeError`` from deep inside the walk."""
-    if not isinstance(graph, Graph | str):
-        raise TypeError(f"graph must be a Graph or a graph id, not {type(graph).__name__}")
+    """``steps`` as an ``int``; an :class:`InvalidArgumentTypeError` (a ``TypeError``) naming
+    the argument and the instance, instead of an ``AttributeError`` from deep inside the
+    walk."""
     if ctx is not None and not isinstance(ctx, FlowContext):
-        raise TypeError(f"ctx must be a FlowContext or None, not {type(ctx).__name__}")
+        raise InvalidArgumentTypeError("ctx", ctx, "a FlowContext or None")
+    instance_id = None if ctx is None else ctx.instance_id
+    if not isinstance(graph, Graph | str):
+        raise InvalidArgumentTypeError(
+            "graph", graph, "a Graph or a graph id", instance_id=instance_id
+        )
     try:
         if isinstance(steps, bool):
             raise TypeError
         return operator.index(steps)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"steps must be an integer, not {safe_repr(steps)}") from None
+        raise InvalidArgumentTypeError(
+            "steps", steps, "an integer", instance_id=instance_id
+        ) from None
 
 
 __all__ = ["FlowEngine"]

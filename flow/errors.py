@@ -251,6 +251,25 @@ class TaskError(FlowError):
         super().__init__(message)
 
 
+class InvalidArgumentTypeError(FlowError, TypeError):
+    """A call got an argument of the wrong type: a ``message`` that is not text, a ``task``
+    that is neither a ``Task`` nor an ``OpenTask``, an actor that is neither text nor a
+    number, a graph, context or step count of ``FlowEngine.eval`` or a context's ``data`` of
+    another type. Raised before anything is read or written, on every repository alike (a
+    driver would otherwise store ``b"x"`` as a blob on one database and as hex text on
+    another, or fail with a bare ``AttributeError``). Also a ``TypeError``, what Python raises
+    for an argument of the wrong type. Importable from ``flow.workflow`` too."""
+
+    def __init__(
+        self, name: str, value: object, expected: str, *, instance_id: object = None
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.instance_id = instance_id
+        where = f" (instance {safe_repr(instance_id)})" if isinstance(instance_id, str) else ""
+        super().__init__(f"{name} must be {expected}, not {type(value).__name__}{where}")
+
+
 class ComponentNotFoundError(FlowError, LookupError):
     """An ``@name`` component is missing from the container or has the wrong kind."""
 
@@ -284,6 +303,7 @@ __all__ = [
     "FlowError",
     "GraphDefinitionError",
     "GraphNotFoundError",
+    "InvalidArgumentTypeError",
     "NodeNotFoundError",
     "ReadOnlyGraphError",
     "ResumeError",

@@ -349,7 +349,9 @@ class Graph:
 
     @classmethod
     def from_file(cls, path: str | Path, *, strict: bool = False) -> Graph:
-        """Load a graph from a ``.yml``/``.yaml``/``.json`` file."""
+        """Load a graph from a ``.yml``/``.yaml``/``.json`` file. A ``path`` that is not a
+        ``str``/``os.PathLike``, holds NUL or names no readable graph file raises
+        :class:`GraphDefinitionError`, as a text that is not a ``str`` does."""
         from flow.loader import read_graph_file
 
         return cls.from_text(read_graph_file(path), strict=strict)

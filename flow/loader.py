@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from flow import _yaml_nodes
+from flow._text import safe_repr
 from flow.codec import int_text_limit, too_long_for_text
 from flow.errors import GraphDefinitionError
 from flow.node_type import NodeType
@@ -131,9 +132,30 @@ def _node_id(node: yaml.ScalarNode | None, loader: Any) -> str | None:
         return None
 
 
+def graph_file_path(path: object) -> str:
+    """``path`` as text when it can name a graph file: a ``str`` or an ``os.PathLike`` giving
+    one, without NUL. Anything else is a :class:`GraphDefinitionError`, as a graph text that
+    is not a ``str`` is — not the ``TypeError``/``ValueError`` ``open()`` would raise."""
+    text: object = None
+    if isinstance(path, str | os.PathLike):
+        try:
+            text = os.fspath(path)
+        except TypeError:  # its __fspath__ returned neither str nor bytes
+            text = None
+    if not isinstance(text, str):
+        raise GraphDefinitionError(
+            f"A graph file path must be a str or an os.PathLike, not {type(path).__name__}"
+        )
+    if "\x00" in text:
+        raise GraphDefinitionError(
+            f"Graph file path {safe_repr(text)} holds a NUL character, which no file name has"
+        )
+    return text
+
+
 def read_graph_file(path: str | Path) -> str:
     """The text of a graph file; a missing or unreadable file is a GraphDefinitionError."""
-    p = Path(path)
+    p = Path(graph_file_path(path))
     if p.suffix.lower() not in GRAPH_FILE_SUFFIXES:
         raise GraphDefinitionError(f"{p}: a graph file must end in .yml, .yaml or .json")
     limit = 4 * MAX_TEXT_CHARS  # bytes: UTF-8 takes at most 4 per character

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flow._text import safe_repr
-from flow.errors import FlowError
+from flow.errors import FlowError, InvalidArgumentTypeError
 
 
 class InvalidActionError(FlowError, ValueError):
@@ -63,22 +63,6 @@ class InvalidInstanceIdError(FlowError, ValueError):
         else:
             reason = "must not be empty or only whitespace"
         super().__init__(f"Invalid instance id {safe_repr(instance_id)}: {reason}")
-
-
-class InvalidArgumentTypeError(FlowError, TypeError):
-    """An executor call got an argument of the wrong type: a ``message`` that is not text, a
-    ``task`` that is neither a ``Task`` nor an ``OpenTask``. Raised before anything is read or
-    written, on every repository alike (a driver would otherwise store ``b"x"`` as a blob on
-    one database and as hex text on another, or fail with a bare ``AttributeError``)."""
-
-    def __init__(
-        self, name: str, value: object, expected: str, *, instance_id: object = None
-    ) -> None:
-        self.name = name
-        self.value = value
-        self.instance_id = instance_id
-        where = f" (instance {safe_repr(instance_id)})" if isinstance(instance_id, str) else ""
-        super().__init__(f"{name} must be {expected}, not {type(value).__name__}{where}")
 
 
 class InstanceClosedError(FlowError):
