@@ -21,10 +21,12 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from flow._graph_memo import GraphMemo
+from flow._text import safe_repr
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
 from flow.graph import Graph, Node
+from flow.workflow._arguments import identity_text
 from flow.workflow.aggregate import (
     IndexRead,
     InstanceIndex,
@@ -379,7 +381,7 @@ class SqlStateRepository:
         index: bool = False,
     ) -> None:
         if cache not in ("operation", "process"):
-            raise ValueError(f"cache must be 'operation' or 'process', got {cache!r}")
+            raise ValueError(f"cache must be 'operation' or 'process', got {safe_repr(cache)}")
         self.engine: Engine = engine_for(bind)
         if is_autocommit(self.engine):
             raise AutocommitError("The repository's engine")
@@ -1180,7 +1182,8 @@ class SqlStateRepository:
                 f"the auditor hook returned {type(who).__name__}, not a string or None",
                 instance_id=ctx.instance_id,
             )
-        return check_id(str(who), "auditor", instance_id=ctx.instance_id)
+        text = identity_text(who, "auditor", ctx.instance_id)  # an int past the digit limit
+        return check_id(text, "auditor", instance_id=ctx.instance_id)
 
     def _stored_graph(self, raw: Any) -> tuple[str | None, str | None]:
         """``(graph_json, graph_id)`` of a stored ``graph`` value (see :class:`Snapshot`)."""

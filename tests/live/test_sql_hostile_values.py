@@ -407,3 +407,15 @@ def test_an_integer_actor_is_stored_as_its_digits(db: sa.Engine) -> None:
     ex.submit_task_at("oa", "apply", TaskAction.FORWARD, c)
     (entry,) = TaskHistoryRecorder(db).history("who-3")
     assert (entry.assignee, entry.creator) == ("42", "42")
+
+
+def test_an_auditor_hook_returning_an_integer_past_the_digit_limit_writes_no_row(
+    db: sa.Engine,
+) -> None:
+    """A custom ``auditor=`` hook's integer is written as its digits — one with more than
+    Python writes as text is refused with the codec's error, nothing stored."""
+    ex = executor(db, index=True)
+    ex.state_repository = SqlStateRepository(db, auditor=lambda c: 10**5000, index=True)
+    with pytest.raises(ContextValueError, match=r"auditor.*'who-4'"):
+        ex.claim_task("oa", ctx("who-4", "employee", amount=1))
+    assert count_rows(db, "bpm_flow_repository") == 0
