@@ -47,7 +47,7 @@ class FlowContext:
         #: The exchanger of the evaluation currently running on this context (``None`` outside).
         self.exchanger: FlowExchanger | None = None
         self._stopped = False
-        if data is not None and not isinstance(data, Mapping):
+        if data is not None and type(data) is not dict and not isinstance(data, Mapping):
             # A list of pairs or a JSON array failed in put_all with a bare AttributeError.
             raise InvalidArgumentTypeError(
                 "data",

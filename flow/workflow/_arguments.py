@@ -123,6 +123,8 @@ def identity_text(value: object, key: str, instance_id: object) -> str:
     :class:`ContextValueError` for an integer with more digits than Python writes as text;
     both name ``key`` and the instance.
     """
+    if type(value) is str:  # the usual case, on every operation
+        return value
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, int) and not isinstance(value, bool):
