@@ -9,12 +9,20 @@ graph was written.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from flow._text import safe_repr
 
 
 class FlowError(Exception):
     """Root of every error raised by ``flow`` and ``flow_sqla``."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the same message and attributes, without calling ``__init__`` again:
+        most errors take other arguments than their message, and an error a process pool's
+        worker raised must reach the caller as itself (unpickling it called
+        ``cls(message)``, which failed and broke the whole pool)."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
 
     def __str__(self) -> str:
         """The message, with any lone surrogate of the bad input it quotes escaped
@@ -25,6 +33,13 @@ class FlowError(Exception):
         except UnicodeEncodeError:
             return text.encode("utf-8", "backslashreplace").decode("utf-8")
         return text
+
+
+def _rebuilt(cls: type[FlowError], args: tuple[Any, ...], state: dict[str, Any]) -> FlowError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class GraphDefinitionError(FlowError):

@@ -255,12 +255,18 @@ def _utf8mb4_bytes(text: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     return sa.cast(sa.cast(text, mysql.CHAR(charset="utf8mb4")), sa.LargeBinary)
 
 
-def database_of_schema(connection: sa.Connection, schema: str) -> str:
-    """The database that holds ``schema`` on ``connection``: on MySQL/MariaDB a schema *is* a
-    database; elsewhere the URL's database holds its schemas."""
+def migration_lock_key(connection: sa.Connection, schema: str | None, version_table: str) -> str:
+    """The name of the migration lock of a table set: where its tables are, however the
+    caller spelled it (``schema=None`` or the default schema's name, a URL's database or a
+    ``?dbname=``). MySQL/MariaDB's ``GET_LOCK`` is server-wide: the schema — a database
+    there; the connected one when none is given — names the set. PostgreSQL's advisory locks
+    are per database already: the schema names it. No statement is sent for it: one sent
+    before the migration's own transaction would begin that transaction instead."""
+    schema = schema or connection.dialect.default_schema_name
     if connection.dialect.name in ("mysql", "mariadb"):
-        return schema
-    return connection.engine.url.database or ""
+        database = schema or connection.engine.url.database or ""
+        return f"{database}|{database}|{version_table}"
+    return f"|{schema or ''}|{version_table}"
 
 
 @contextmanager
@@ -901,7 +907,6 @@ __all__ = [
     "IndexMerge",
     "ModifyIdColumns",
     "as_text",
-    "database_of_schema",
     "ends_transaction",
     "exact_collation",
     "is_autocommit",
@@ -910,6 +915,7 @@ __all__ = [
     "is_lock_timeout",
     "json_dumps",
     "migration_lock",
+    "migration_lock_key",
     "rolls_back_on_lock_timeout",
     "sends_statements_together",
     "stored_text",

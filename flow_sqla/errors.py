@@ -142,11 +142,18 @@ class SchemaMismatchError(RepositoryError):
         self.revision = revision
         lines = "\n".join(f"- {d.describe()}" for d in self.differences)
         source = " (the Go plugin's ddl.sql)" if revision == "flow0001" else ""
-        super().__init__(
-            f"The existing flow tables cannot be adopted: they differ from revision {revision}"
-            f"{source} in {len(self.differences)} place(s):\n{lines}\n"
-            f"{_mismatch_advice(self.differences, revision)}"
-        )
+        if all(d.kind == "leftover table" for d in self.differences):
+            # Tables found at ``revision`` (recorded or recognised), beside what the next
+            # revision creates: nothing differs from ``revision`` itself.
+            problem = (
+                f"The flow tables are at revision {revision}, beside a table a later one creates"
+            )
+        else:
+            problem = (
+                "The existing flow tables cannot be adopted: they differ from revision "
+                f"{revision}{source} in {len(self.differences)} place(s)"
+            )
+        super().__init__(f"{problem}:\n{lines}\n{_mismatch_advice(self.differences, revision)}")
 
 
 def _mismatch_advice(differences: tuple[ColumnDifference, ...], revision: str) -> str:

@@ -1412,9 +1412,10 @@ class SqlStateRepository:
     def index_snapshots_with(self, executor: SnapshotIndexer) -> None:
         """Let :meth:`save_snapshot` keep the task index: the variables it replaces route the
         instance's open tasks, which only an executor's walk (graph, state controller) can
-        compute. :func:`~flow_sqla.sql_workflow` calls it with the executor it builds (held
-        weakly). Without one — a repository wired by hand — ``save_snapshot`` leaves the
-        index as it was; ``workflow.reindex(graph, ctx)`` after it brings it up to date."""
+        compute. Every ``WorkflowExecutor`` built with this repository calls it (the last
+        one built wins; it is held as long as the repository). One given the repository
+        later, by assignment, does not: ``save_snapshot`` then leaves the index as it was,
+        and ``workflow.reindex(graph, ctx)`` after it brings it up to date."""
         self._indexer = executor
 
     def _snapshot_indexer(self) -> SnapshotIndexer | None:

@@ -4,6 +4,9 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Collection
+
 from flow._text import safe_repr
 from flow.codec import int_text_limit, too_long_for_text
 from flow.context import FlowContext
@@ -112,30 +115,49 @@ def check_message(message: object, ctx: FlowContext) -> None:
         )
 
 
+#: Values that are no identity, whatever their ``str()``: stored, they would read as some
+#: object's repr (``b"bob"`` as ``"b'bob'"``, ``True`` as ``"True"``, a list, ``1e+20``).
+_NOT_IDENTITIES = (bool, float, complex, bytes, bytearray, memoryview, Collection)
+_EXPECTED_IDENTITY = "a string, an integer or an identifier such as a UUID"
+
+
 def identity_text(value: object, key: str, instance_id: object) -> str:
     """Who acts or audits, as the text stored in history and instance rows (``assignee``,
-    ``creator``): a string as it is, an integer as its decimal digits.
+    ``creator``): a string as it is, an integer (anything with ``__index__``: NumPy's too)
+    as its decimal digits, another identifier (a ``UUID``, a ``Decimal``, an enum member)
+    as its ``str()``.
 
-    Anything else is refused, on every repository alike, instead of storing some object's
-    ``str()`` (``b"bob"`` as ``"b'bob'"``, ``True`` as ``"True"``) or letting a ``__str__``
-    raise from inside an operation. A string or integer subclass is read through the base
-    type, so its own ``__str__`` never runs. Raises :class:`InvalidArgumentTypeError`, or
-    :class:`ContextValueError` for an integer with more digits than Python writes as text;
-    both name ``key`` and the instance.
+    Refused, on every repository alike, with :class:`InvalidArgumentTypeError`: a bool, a
+    float, bytes and collections — their text is no one's name — and a value whose
+    ``__str__`` raises (from inside an operation, it would escape bare);
+    :class:`ContextValueError` for an integer with more digits than Python writes as text.
+    Both name ``key`` and the instance. A string subclass is read as the string it is, its
+    own ``__str__`` never runs.
     """
     if type(value) is str:  # the usual case, on every operation
         return value
     if isinstance(value, str):
         return str.__str__(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        if too_long_for_text(value):
+    if isinstance(value, _NOT_IDENTITIES):
+        raise InvalidArgumentTypeError(key, value, _EXPECTED_IDENTITY, instance_id=instance_id)
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    else:
+        if too_long_for_text(number):
             raise ContextValueError(
                 f"{key}: integer with more than {int_text_limit()} digits cannot be written "
                 "as text",
                 instance_id=instance_id if isinstance(instance_id, str) else None,
             )
-        return int.__repr__(value)
-    raise InvalidArgumentTypeError(key, value, "a string or an integer", instance_id=instance_id)
+        return int.__repr__(number)
+    try:
+        return str(value)
+    except Exception as exc:
+        raise InvalidArgumentTypeError(
+            key, value, _EXPECTED_IDENTITY, instance_id=instance_id
+        ) from exc
 
 
 def checked_status(status: InstanceStatus | int) -> InstanceStatus:

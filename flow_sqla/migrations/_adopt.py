@@ -121,12 +121,12 @@ def adopted_revision(
     if head is not None and not _full_differences(conn, names, head_metadata):
         return head
     found = differences(conn, names)
-    leftover = _leftover_tables(conn, names)
     if found:
-        raise SchemaMismatchError([*found, *leftover], revision=REFERENCE_REVISION)
+        # Columns first: their advice (stamp the revision the tables are at, or fix them) is
+        # what makes the tables adoptable; a leftover table is told once they are.
+        raise SchemaMismatchError(found, revision=REFERENCE_REVISION)
     revision = _marked_revision(conn, names)
-    if leftover:
-        raise SchemaMismatchError(leftover, revision=revision)
+    refuse_leftover_tables(conn, names, revision)
     return revision
 
 

@@ -8,6 +8,7 @@ from before the version table is read until the end, so replicas upgrading at on
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import os
 from logging.config import fileConfig
@@ -18,11 +19,12 @@ import sqlalchemy as sa
 from alembic import context
 from alembic.config import Config
 
+from flow._text import safe_repr
 from flow_sqla._dialect import (
     MAX_MIGRATION_LOCK_TIMEOUT,
     MIGRATION_LOCK_TIMEOUT,
-    database_of_schema,
     migration_lock,
+    migration_lock_key,
 )
 from flow_sqla.errors import RepositoryError
 from flow_sqla.migrations import LOCK_TIMEOUT_KEY, NAMES_KEY, resolve_names
@@ -108,17 +110,11 @@ def _run_online(
 
 
 def lock_key(connection: sa.Connection, names: TableNames) -> str:
-    """The name of the migration lock of ``names``: database, schema and version table.
-
-    Keyed on the schema the tables are actually in, not on how the caller spelled it:
-    ``schema=None`` means the connection's default schema (PostgreSQL's ``public`` on the
-    usual search path, the URL's database on MySQL/MariaDB, ``main`` on SQLite), so a replica
-    naming that schema and one leaving it out take the same lock instead of migrating at once.
-    On MySQL/MariaDB a schema is a database: the URL's database does not enter the key, or
-    ``schema="app"`` from a URL on ``other`` and no schema from a URL on ``app`` would differ.
-    """
-    schema = names.schema or connection.dialect.default_schema_name or ""
-    return f"{database_of_schema(connection, schema)}|{schema}|{names.version_table}"
+    """The name of the migration lock of ``names``: keyed on where the tables actually are,
+    not on how the caller spelled it, so a replica naming the default schema and one leaving
+    it out take the same lock instead of migrating at once (see
+    :func:`flow_sqla._dialect.migration_lock_key`)."""
+    return migration_lock_key(connection, names.schema, names.version_table)
 
 
 def _migrate(connection: sa.Connection, names: TableNames, options: dict[str, Any]) -> None:
@@ -167,16 +163,16 @@ def _lock_timeout(config: Config) -> float:
     if timeout is None or not 0 <= timeout <= MAX_MIGRATION_LOCK_TIMEOUT:
         raise RepositoryError(
             f"lock_timeout must be a number of seconds from 0 to "
-            f"{MAX_MIGRATION_LOCK_TIMEOUT:.0f} (24 days), got {value!r}"
+            f"{MAX_MIGRATION_LOCK_TIMEOUT:.0f} (24 days), got {safe_repr(value)}"
         )
     return timeout
 
 
 def _seconds(value: object) -> float | None:
-    """``value`` as seconds when it is a real number — not a bool (which Python counts as
-    one), not text — else ``None``, as for an integer too large for a float. NaN and the
-    infinities come back as they are: the range check refuses them."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """``value`` as seconds when it is a real number (a ``Decimal`` too) — not a bool (which
+    Python counts as one), not text — else ``None``, as for an integer too large for a
+    float. NaN and the infinities come back as they are: the range check refuses them."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | decimal.Decimal):
         return None
     try:
         return float(value)

@@ -4,6 +4,7 @@ every one succeeds, the schema is migrated once, nobody sees "already exists".""
 from __future__ import annotations
 
 import argparse
+import decimal
 import multiprocessing
 import queue
 import threading
@@ -161,6 +162,26 @@ def test_naming_the_default_schema_takes_the_same_lock_as_naming_none(
     assert current(engine) == current(engine, schema=spelled) == HEAD
 
 
+def test_the_lock_key_names_where_the_tables_are_however_it_is_spelled(engine: sa.Engine) -> None:
+    """The default schema named or left out, and on PostgreSQL the database given as the
+    URL's path or as ``?dbname=``: one key, one lock (the replica spelling it the other way
+    migrated while the first held the lock)."""
+    with engine.connect() as conn:
+        default = conn.dialect.default_schema_name
+        key = _runner.lock_key(conn, TableNames.create())
+        assert _runner.lock_key(conn, TableNames.create(schema=default)) == key
+    if engine.dialect.name == "postgresql":
+        url = engine.url
+        by_query = sa.create_engine(
+            url.set(database="").update_query_dict({"dbname": url.database})
+        )
+        try:
+            with by_query.connect() as conn:
+                assert _runner.lock_key(conn, TableNames.create()) == key
+        finally:
+            by_query.dispose()
+
+
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_the_lock_key_of_sqlite_names_its_main_schema(engine: sa.Engine) -> None:
     """SQLite's write lock needs no key, but the key (named in ``MigrationLockError``) is
@@ -179,6 +200,8 @@ BAD_LOCK_TIMEOUTS: list[Any] = [
     30 * 86400,
     1e308,  # MariaDB's GET_LOCK gives up at once
     10**400,  # too large for a float
+    10**5000,  # too long to be quoted as digits
+    decimal.Decimal("NaN"),
     True,
     False,
     "10",
@@ -205,4 +228,5 @@ def test_a_lock_timeout_out_of_range_is_refused_before_anything_is_written(
     assert sa.inspect(engine).get_table_names() == []
     upgrade(engine, lock_timeout=MAX_MIGRATION_LOCK_TIMEOUT)  # the bound works everywhere
     upgrade(engine, lock_timeout=0)
+    upgrade(engine, lock_timeout=decimal.Decimal("5"))  # a number of seconds, as 5 is
     assert current(engine) == HEAD

@@ -347,6 +347,24 @@ def test_a_leftover_open_task_table_beside_recorded_tables_stops_flow0004_before
     assert current(engine) == HEAD
 
 
+def test_tables_past_flow0001_that_fit_no_revision_get_the_stamp_advice_not_the_leftover(
+    engine: sa.Engine,
+) -> None:
+    """Head's tables whose version table was lost and one optional index with it: the
+    columns of flow0004 differ from flow0001, and that is what the error is about — dropping
+    the open-task table, as the leftover advice says, would lose the index and fix nothing."""
+    upgrade(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE flow_alembic_version")
+        task = FlowTables().task
+        next(ix for ix in task.indexes if ix.name == "ix_bpm_flow_task_assignee").drop(conn)
+    with pytest.raises(SchemaMismatchError) as caught:
+        upgrade(engine)
+    kinds = {d.kind for d in caught.value.differences}
+    assert "leftover table" not in kinds and "extra" in kinds
+    assert "alembic stamp" in str(caught.value) and "Drop bpm_flow_todo" not in str(caught.value)
+
+
 # -- our tables whose version table is gone ------------------------------------------------------
 
 

@@ -79,6 +79,20 @@ def test_context_data_may_be_any_mapping_or_none() -> None:
     assert FlowContext.of("exp-1", os.environ).get("PATH") == os.environ.get("PATH")
 
 
+class _Pairs:
+    """A mapping of another library that skips the ``Mapping`` ABC: ``items()`` is enough."""
+
+    def items(self) -> list[tuple[str, int]]:
+        return [("amount", 7)]
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_context_data_may_be_any_object_with_items() -> None:
+    assert FlowContext.of("exp-1", _Pairs()).get("amount") == 7  # type: ignore[arg-type]
+
+
 GRAPH = "id: g\nlayout: [{id: s, type: start}, {id: e, type: end}]"
 
 

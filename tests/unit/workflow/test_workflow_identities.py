@@ -4,6 +4,9 @@ never a half-written instance."""
 
 from __future__ import annotations
 
+import decimal
+import enum
+import uuid
 from typing import Any
 
 import pytest
@@ -109,12 +112,35 @@ def test_withdraw_refuses_an_actor_that_is_not_text_and_keeps_the_instance_runni
     assert recorder.records == []
 
 
+class _Index:
+    """An integer of another library (NumPy's ``int64``): not an ``int``, has ``__index__``."""
+
+    def __index__(self) -> int:
+        return 5
+
+
+class _Role(enum.Enum):
+    MANAGER = "manager"
+
+
+_UUID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+
 @pytest.mark.parametrize(
     ("value", "stored"),
-    [("employee", "employee"), (7, "7"), (-(10**30), str(-(10**30))), (_LoudStr("eve"), "eve")],
-    ids=["str", "int", "big int", "str subclass"],
+    [
+        ("employee", "employee"),
+        (7, "7"),
+        (-(10**30), str(-(10**30))),
+        (_LoudStr("eve"), "eve"),
+        (_Index(), "5"),
+        (_UUID, str(_UUID)),
+        (decimal.Decimal(7), "7"),
+        (_Role.MANAGER, "_Role.MANAGER"),
+    ],
+    ids=["str", "int", "big int", "str subclass", "__index__", "UUID", "Decimal", "enum"],
 )
-def test_strings_and_integers_are_stored_as_their_text(
+def test_strings_integers_and_identifiers_are_stored_as_their_text(
     wf: WorkflowExecutor, recorder: ListRecorder, value: Any, stored: str
 ) -> None:
     ctx = FlowContext.of("exp-4", {"actor": value})
