@@ -47,7 +47,7 @@ class FlowContext:
         #: The exchanger of the evaluation currently running on this context (``None`` outside).
         self.exchanger: FlowExchanger | None = None
         self._stopped = False
-        if data is not None and type(data) is not dict and not _mapping_like(data):
+        if data is not None and type(data) is not dict and not isinstance(data, Mapping):
             # A list of pairs or a JSON array failed in put_all with a bare AttributeError.
             raise InvalidArgumentTypeError(
                 "data",
@@ -332,12 +332,6 @@ def _record(graph_id: str, item: Any) -> NodeRecord:
         type=node_type,
         timestamp=timestamp if isinstance(timestamp, int) else 0,
     )
-
-
-def _mapping_like(data: object) -> bool:
-    """A context's ``data``: a ``Mapping``, or any object with ``items()`` (what
-    :meth:`FlowContext.put_all` reads) — a mapping of another library that skips the ABC."""
-    return isinstance(data, Mapping) or callable(getattr(data, "items", None))
 
 
 __all__ = ["FlowContext", "NonSerializable"]

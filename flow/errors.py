@@ -8,6 +8,7 @@ graph was written.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,8 @@ class FlowError(Exception):
         most errors take other arguments than their message, and an error a process pool's
         worker raised must reach the caller as itself (unpickling it called
         ``cls(message)``, which failed and broke the whole pool)."""
-        return _rebuilt, (type(self), self.args, self.__dict__)
+        state = {name: _picklable(value) for name, value in self.__dict__.items()}
+        return _rebuilt, (type(self), self.args, state)
 
     def __str__(self) -> str:
         """The message, with any lone surrogate of the bad input it quotes escaped
@@ -33,6 +35,16 @@ class FlowError(Exception):
         except UnicodeEncodeError:
             return text.encode("utf-8", "backslashreplace").decode("utf-8")
         return text
+
+
+def _picklable(value: object) -> object:
+    """``value``, or its quoted form when it does not pickle (the engine of a repository, a
+    generator passed as data): the error must still reach the other process."""
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return safe_repr(value)
+    return value
 
 
 def _rebuilt(cls: type[FlowError], args: tuple[Any, ...], state: dict[str, Any]) -> FlowError:

@@ -34,7 +34,7 @@ from flow.workflow.aggregate import (
     InstanceSummary,
     OpenTask,
 )
-from flow.workflow.errors import ConcurrentSubmitError
+from flow.workflow.errors import ConcurrentSubmitError, InvalidArgumentTypeError
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla import _options as options
@@ -1174,15 +1174,16 @@ class SqlStateRepository:
         who = self._auditor(ctx)
         if who is None:
             return ""
-        # A number is written as its text (as the default auditor does); anything else would
-        # be some object's repr (b"bob" stored as "b'bob'").
-        if isinstance(who, bool) or not isinstance(who, str | int):
+        # What the default auditor takes (a number as its digits, a UUID as its text);
+        # anything else would be some object's repr (b"bob" stored as "b'bob'").
+        try:
+            text = identity_text(who, "auditor", ctx.instance_id)
+        except InvalidArgumentTypeError as exc:
             raise UnstorableValueError(
                 "auditor",
                 f"the auditor hook returned {type(who).__name__}, not a string or None",
                 instance_id=ctx.instance_id,
-            )
-        text = identity_text(who, "auditor", ctx.instance_id)  # an int past the digit limit
+            ) from exc
         return check_id(text, "auditor", instance_id=ctx.instance_id)
 
     def _stored_graph(self, raw: Any) -> tuple[str | None, str | None]:

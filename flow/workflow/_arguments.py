@@ -4,8 +4,10 @@ per database, or fail with a bare ``TypeError``/``OverflowError``)."""
 
 from __future__ import annotations
 
+import decimal
+import enum
 import operator
-from collections.abc import Collection
+import uuid
 
 from flow._text import safe_repr
 from flow.codec import int_text_limit, too_long_for_text
@@ -115,49 +117,57 @@ def check_message(message: object, ctx: FlowContext) -> None:
         )
 
 
-#: Values that are no identity, whatever their ``str()``: stored, they would read as some
-#: object's repr (``b"bob"`` as ``"b'bob'"``, ``True`` as ``"True"``, a list, ``1e+20``).
-_NOT_IDENTITIES = (bool, float, complex, bytes, bytearray, memoryview, Collection)
-_EXPECTED_IDENTITY = "a string, an integer or an identifier such as a UUID"
+_EXPECTED_IDENTITY = "a string, an integer, a UUID or an enum member"
 
 
 def identity_text(value: object, key: str, instance_id: object) -> str:
     """Who acts or audits, as the text stored in history and instance rows (``assignee``,
-    ``creator``): a string as it is, an integer (anything with ``__index__``: NumPy's too)
-    as its decimal digits, another identifier (a ``UUID``, a ``Decimal``, an enum member)
-    as its ``str()``.
+    ``creator``): a string as it is; an integer — anything with ``__index__`` (NumPy's
+    ``int64``, an ``IntFlag``), a whole ``Decimal`` — as its decimal digits; a ``UUID`` or an
+    enum member as its ``str()``.
 
-    Refused, on every repository alike, with :class:`InvalidArgumentTypeError`: a bool, a
-    float, bytes and collections — their text is no one's name — and a value whose
-    ``__str__`` raises (from inside an operation, it would escape bare);
+    Anything else is refused, on every repository alike, with
+    :class:`InvalidArgumentTypeError`: a bool, a float, bytes, a collection, any other object
+    — stored, it would read as some repr (``b"bob"`` as ``"b'bob'"``, an object with its
+    memory address) — and a value whose conversion raises;
     :class:`ContextValueError` for an integer with more digits than Python writes as text.
-    Both name ``key`` and the instance. A string subclass is read as the string it is, its
-    own ``__str__`` never runs.
+    Both name ``key`` and the instance. The text is always a plain ``str``: a subclass's
+    own ``__str__``/``__eq__`` never reach storage.
     """
     if type(value) is str:  # the usual case, on every operation
         return value
     if isinstance(value, str):
         return str.__str__(value)
-    if isinstance(value, _NOT_IDENTITIES):
-        raise InvalidArgumentTypeError(key, value, _EXPECTED_IDENTITY, instance_id=instance_id)
     try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        pass
-    else:
-        if too_long_for_text(number):
-            raise ContextValueError(
-                f"{key}: integer with more than {int_text_limit()} digits cannot be written "
-                "as text",
-                instance_id=instance_id if isinstance(instance_id, str) else None,
-            )
-        return int.__repr__(number)
-    try:
-        return str(value)
-    except Exception as exc:
+        number = _whole_number(value)
+        if number is None and isinstance(value, uuid.UUID | enum.Enum):
+            return str.__str__(str(value))
+    except Exception as exc:  # an __index__ or __str__ of the caller's that raises
         raise InvalidArgumentTypeError(
             key, value, _EXPECTED_IDENTITY, instance_id=instance_id
         ) from exc
+    if number is None:
+        raise InvalidArgumentTypeError(key, value, _EXPECTED_IDENTITY, instance_id=instance_id)
+    if too_long_for_text(number):
+        raise ContextValueError(
+            f"{key}: integer with more than {int_text_limit()} digits cannot be written as text",
+            instance_id=instance_id if isinstance(instance_id, str) else None,
+        )
+    return int.__repr__(number)
+
+
+def _whole_number(value: object) -> int | None:
+    """``value`` as an ``int`` when it is a whole number and no bool: an ``int`` (an
+    ``IntEnum``/``IntFlag`` too), another library's integer (``__index__``), a whole, finite
+    ``Decimal``; else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, decimal.Decimal):
+        whole = value.is_finite() and value == value.to_integral_value()
+        return int(value) if whole else None
+    if getattr(type(value), "__index__", None) is None:
+        return None
+    return operator.index(value)  # type: ignore[arg-type]
 
 
 def checked_status(status: InstanceStatus | int) -> InstanceStatus:

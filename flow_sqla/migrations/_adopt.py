@@ -118,8 +118,15 @@ def adopted_revision(
     a later revision creates (the open-task table of ``flow0004``, left from an earlier life of
     the tables): that revision would fail on it half-way, and MySQL/MariaDB cannot roll back
     the columns it added before. Reads only, so a refused database is left as it was."""
-    if head is not None and not _full_differences(conn, names, head_metadata):
-        return head
+    if head is not None:
+        to_head = _full_differences(conn, names, head_metadata)
+        if not to_head:
+            return head
+        missing = _only_missing_indexes(to_head)
+        if missing:
+            # Head's tables that lost an index (with their version table): stamping an older
+            # revision would run its steps again on columns that exist.
+            raise SchemaMismatchError(missing, revision=head)
     found = differences(conn, names)
     if found:
         # Columns first: their advice (stamp the revision the tables are at, or fix them) is
@@ -246,6 +253,18 @@ def differences(conn: sa.Connection, names: TableNames) -> list[ColumnDifference
     if not repo_missing and not _has_unique_key(conn, names, "instant_id"):
         found.append(ColumnDifference(table=names.repo_table, column="instant_id", kind="unique"))
     return found
+
+
+def _only_missing_indexes(found: list[Any]) -> list[ColumnDifference]:
+    """``found`` (Alembic's comparison) as missing indexes, when that is all it holds."""
+    if not all(isinstance(diff, tuple) and diff[0] == "add_index" for diff in found):
+        return []
+    return [
+        ColumnDifference(
+            table=diff[1].table.name, column=None, kind="missing index", expected=diff[1].name
+        )
+        for diff in found
+    ]
 
 
 def _full_differences(conn: sa.Connection, names: TableNames, metadata: sa.MetaData) -> list[Any]:

@@ -176,7 +176,7 @@ def _seconds(value: object) -> float | None:
         return None
     try:
         return float(value)
-    except OverflowError:
+    except (OverflowError, ValueError):  # too large; a Decimal signalling NaN
         return None
 
 

@@ -202,6 +202,7 @@ BAD_LOCK_TIMEOUTS: list[Any] = [
     10**400,  # too large for a float
     10**5000,  # too long to be quoted as digits
     decimal.Decimal("NaN"),
+    decimal.Decimal("sNaN"),
     True,
     False,
     "10",

@@ -89,8 +89,13 @@ class _Pairs:
         return 1
 
 
-def test_context_data_may_be_any_object_with_items() -> None:
-    assert FlowContext.of("exp-1", _Pairs()).get("amount") == 7  # type: ignore[arg-type]
+def test_context_data_that_only_looks_like_a_mapping_is_refused() -> None:
+    """What a ``Mapping`` promises is what the context reads: an object that merely has
+    ``items()`` may yield anything (``dict(obj)`` converts one that is a mapping)."""
+    for data in (_Pairs(), dict):
+        with pytest.raises(InvalidArgumentTypeError, match="data must be a mapping"):
+            FlowContext.of("exp-1", data)  # type: ignore[arg-type]
+    assert FlowContext.of("exp-1", dict(_Pairs().items())).get("amount") == 7
 
 
 GRAPH = "id: g\nlayout: [{id: s, type: start}, {id: e, type: end}]"

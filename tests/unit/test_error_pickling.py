@@ -48,3 +48,12 @@ def test_an_error_raised_in_a_process_pool_reaches_the_caller() -> None:
     with ProcessPoolExecutor(max_workers=1) as pool, expected as raised:
         pool.submit(_context_of_a_list).result(timeout=60)
     assert raised.value.instance_id == "exp-1"
+
+
+def test_an_error_holding_what_does_not_pickle_reaches_the_caller_quoted() -> None:
+    """An error keeps the offending value (``.value``): a generator does not pickle, so it
+    crosses as its quoted form instead of replacing the error with a pickling one."""
+    error = InvalidArgumentTypeError("data", (n for n in ()), "a mapping", instance_id="x")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is InvalidArgumentTypeError and str(again) == str(error)
+    assert isinstance(again.value, str) and again.value.startswith("<generator")

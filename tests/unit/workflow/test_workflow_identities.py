@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import decimal
 import enum
+import fractions
 import uuid
 from typing import Any
 
@@ -48,7 +49,22 @@ class _LoudStr(str):
         raise RuntimeError("no text")
 
 
-NOT_TEXT = [b"employee", ["employee"], {"name": "employee"}, True, 1.5, _BrokenStr()]
+class _User:
+    """An application object with no text form of its own (its str() is a memory address)."""
+
+
+NOT_TEXT = [
+    b"employee",
+    ["employee"],
+    {"name": "employee"},
+    True,
+    1.5,
+    _BrokenStr(),
+    _User(),
+    fractions.Fraction(1, 2),
+    decimal.Decimal("1.5"),
+    int,
+]
 BAD = [
     *((value, InvalidArgumentTypeError) for value in NOT_TEXT),
     (10**5000, ContextValueError),
@@ -123,6 +139,10 @@ class _Role(enum.Enum):
     MANAGER = "manager"
 
 
+class _Rights(enum.IntFlag):
+    APPROVE = 4
+
+
 _UUID = uuid.UUID("12345678-1234-5678-1234-567812345678")
 
 
@@ -137,8 +157,9 @@ _UUID = uuid.UUID("12345678-1234-5678-1234-567812345678")
         (_UUID, str(_UUID)),
         (decimal.Decimal(7), "7"),
         (_Role.MANAGER, "_Role.MANAGER"),
+        (_Rights.APPROVE, "4"),
     ],
-    ids=["str", "int", "big int", "str subclass", "__index__", "UUID", "Decimal", "enum"],
+    ids=["str", "int", "big int", "str subclass", "__index__", "UUID", "Decimal", "enum", "flag"],
 )
 def test_strings_integers_and_identifiers_are_stored_as_their_text(
     wf: WorkflowExecutor, recorder: ListRecorder, value: Any, stored: str
