@@ -4,7 +4,7 @@ names it (cut short, or by its type), never the builtin exception ``repr()`` rai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -97,12 +97,13 @@ def wf(graph: Graph) -> WorkflowExecutor:
 
 
 @pytest.fixture
-def sql_wf(graph: Graph) -> WorkflowExecutor:
+def sql_wf(graph: Graph) -> Iterator[WorkflowExecutor]:
     engine = FlowEngine()
     engine.load(graph)
     db = sa.create_engine("sqlite://")
     migrations.upgrade(db)
-    return sql_workflow(db, engine, state_controller=ActorStateController())
+    yield sql_workflow(db, engine, state_controller=ActorStateController())
+    db.dispose()  # Python 3.13 warns of a SQLite connection left to the garbage collector
 
 
 def _ctx() -> FlowContext:
