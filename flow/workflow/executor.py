@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -612,12 +612,9 @@ class WorkflowExecutor:
         as another graph's. (The index's root graph decides even when the states were
         replaced behind it: a RESTART clears them all.)"""
         stored = read.stored
-        if stored is not None and stored.graph_id == graph.id:
-            return graph
         if stored is not None and stored.graph_id:
-            root = self.engine.get_graph(stored.graph_id)
-            if root is not None and graph.id in called_graphs(self.engine, root):
-                return root
+            with suppress(GraphMismatchError):  # named another root graph: the RESTART moves it
+                return self._root_named(graph, ctx, stored.graph_id)
         try:
             return self._root_of(graph, ctx, read)
         except GraphMismatchError:
