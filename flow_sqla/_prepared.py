@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
+from itertools import chain
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
@@ -106,6 +108,17 @@ def _statements_listened(conn: Connection) -> bool:
     )
 
 
+def _picker(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """A function taking ``names``' values from a mapping, as a tuple in that order (a
+    ``KeyError`` for a missing one, as indexing does)."""
+    if not names:
+        return lambda values: ()
+    if len(names) == 1:
+        (name,) = names
+        return lambda values: (values[name],)
+    return itemgetter(*names)
+
+
 class PreparedStatement:
     """``stmt`` compiled for ``dialect``; :meth:`execute` binds a dict of values by bind name.
 
@@ -115,7 +128,7 @@ class PreparedStatement:
     it is built, not at run time.
     """
 
-    __slots__ = ("_dialect", "_names", "_positional", "_processors", "sql")
+    __slots__ = ("_dialect", "_in_order", "_processors", "sql")
 
     def __init__(
         self,
@@ -141,8 +154,12 @@ class PreparedStatement:
             raise ValueError("bind names must not need escaping")
         self.sql: str = compiled.string
         self._dialect = dialect
-        self._positional: bool = bool(compiled.positional)
-        self._names: tuple[str, ...] = tuple(compiled.positiontup or ())
+        # Positional parameter styles: the values in the compiler's order, picked in one C call
+        # (this runs for every statement of every approval). ``None``: a named style, the dict.
+        names = tuple(compiled.positiontup or ()) if compiled.positional else None
+        self._in_order: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = (
+            None if names is None else _picker(names)
+        )
         processors: dict[str, Callable[[Any], Any]] = {
             name: processor
             for name, processor in compiled._bind_processors.items()
@@ -159,6 +176,9 @@ class PreparedStatement:
         """The driver's parameters for ``params`` (every bind name → its value): processed by
         the columns' bind processors, as a tuple in the compiler's order for positional
         parameter styles, else a dict."""
+        in_order = self._in_order
+        if not self._processors and in_order is not None:
+            return in_order(params)  # nothing to process: no copy to make
         values = dict(params)
         try:
             for name, processor in self._processors:
@@ -167,7 +187,7 @@ class PreparedStatement:
             raise StatementError(
                 f"(in bind processor) {exc}", self.sql, None, exc, ismulti=False
             ) from exc
-        return tuple(values[name] for name in self._names) if self._positional else values
+        return values if in_order is None else in_order(values)
 
     def execute(
         self,
@@ -220,6 +240,9 @@ class PreparedStatement:
 #: approval's statements are a few kilobytes.
 TOGETHER_CHARS = 64 * 1024
 
+#: The parameter types whose length counts towards :data:`TOGETHER_CHARS`.
+_TEXT = (str, bytes)
+
 
 def execute_together(
     conn: Connection,
@@ -244,7 +267,7 @@ def execute_together(
         if not isinstance(values, tuple):
             raise ValueError("statements sent together need a positional parameter style")
         bound.append(values)
-        text = sum(len(value) for value in values if isinstance(value, str | bytes))
+        text = sum([len(value) for value in values if isinstance(value, _TEXT)])
         sizes.append(len(prepared.sql) + text)
     rowcount = -1
     first = 0
@@ -286,7 +309,7 @@ def _run_together(
     results of the statements after it are read."""
     dialect = statements[0][0]._dialect
     sql = ";\n".join(prepared.sql for prepared, _ in statements)
-    params = tuple(value for values in bound for value in values)
+    params = tuple(chain.from_iterable(bound))
 
     def run(cursor: Any) -> int | None:
         dialect.do_execute(cursor, sql, params, None)
