@@ -22,6 +22,7 @@ import simpleeval as se
 from flow._expression.limits import (
     CONTAINERS,
     charge,
+    charge_collisions,
     charge_ints,
     check_bits,
     check_length,
@@ -207,6 +208,7 @@ def _set_operator(function: Callable[[Any, Any], Any]) -> Callable[[Any, Any], A
         ):
             return function(left, right)
         charge(iterated_cost(left) + iterated_cost(right))
+        charge_collisions(left, right)
         result = function(left, right)
         after_call(result)
         return result

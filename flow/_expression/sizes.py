@@ -22,6 +22,7 @@ from flow._expression import limits
 from flow._expression.limits import (
     CONTAINERS,
     charge,
+    charge_collisions,
     charge_key,
     check_length,
     hash_cost,
@@ -122,6 +123,21 @@ _ITERATING = frozenset(
         "symmetric_difference_update",
     }
 )
+
+
+def _hashed_items(container: Any, name: str) -> Callable[[Any], Any]:
+    """What a set or dict method hashes of an argument: its items — for ``dict.update`` from
+    a list of pairs, the first of each pair."""
+
+    def items(argument: Any) -> Any:
+        if name == "update" and isinstance(container, dict) and isinstance(argument, _PAIRS):
+            return [pair[0] for pair in argument if isinstance(pair, _PAIRS) and pair]
+        return argument
+
+    return items
+
+
+_PAIRS = (list, tuple)
 
 
 def before_call(obj: Any, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
@@ -229,6 +245,8 @@ def _container_method(
 ) -> None:
     if name in _ITERATING:  # the items of the arguments are walked, and hashed by a set/dict
         charge(len(container) + sum(iterated_cost(a) for a in args))
+        if isinstance(container, SET_LIKE):
+            charge_collisions(container, *map(_hashed_items(container, name), args))
     elif isinstance(container, SET_LIKE):  # get, pop, add, remove...: the key is hashed
         for arg in (*args, *kwargs.values()):
             charge_key(arg)

@@ -446,6 +446,46 @@ def test_an_iterator_that_cannot_say_how_long_it_is_is_refused(text: str) -> Non
         EVALUATION.run_condition(FlowContext.of("i-1", data), text)
 
 
+_COLLIDING = [k * (2**61 - 1) for k in range(3_000)]  # distinct integers, every hash 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "len({0}.union(xs)) > 0",
+        "s.update(xs)",
+        "s.issubset(xs)",
+        "len(s.symmetric_difference(xs)) > 0",
+        "d.update(pairs)",
+        "len(d.keys() | xs) > 0",
+        "u.issubset(u)",
+    ],
+)
+def test_items_sharing_one_hash_are_charged_their_comparisons(text: str) -> None:
+    """Integers hash alike in every process: distinct ones sharing a hash, from the data (a
+    web form's JSON), made a set or dict compare each with all before it — 20,000 took
+    seconds for a charge of 20,000 units."""
+    data = {
+        "xs": list(_COLLIDING),
+        "s": {1},
+        "d": {},
+        "pairs": [[x, 1] for x in _COLLIDING],
+        "u": set(_COLLIDING),
+    }
+    _refused_for_work(text, data)
+
+
+def test_repeated_and_ordinarily_colliding_items_are_not_charged_as_collisions() -> None:
+    """Equal items (found at the first comparison) and the odd pair sharing a hash (-1 and
+    -2) still combine within the budget."""
+    ctx = FlowContext.of(
+        "i-1", {"same": [10**30 + 0] * 50_000, "pair": [-1, -2] * 40_000, "s": {0}}
+    )
+    assert EVALUATION.run_condition(
+        ctx, "len(s.union(same)) == 2 and len(s.union(pair)) == 3 and s.isdisjoint(pair)"
+    )
+
+
 def test_ordinary_set_and_bit_operators_still_work() -> None:
     ctx = FlowContext.of("i-1", {"a": 6, "b": 3, "s": {1, 2}, "d": {"k": 1}})
     EVALUATION.run_task(
