@@ -130,6 +130,14 @@ class NodeSpec:
         return f"NodeSpec({self.id!r}, {kind})"
 
 
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 class GraphSpec:
     """A graph being built or edited; ``create()`` freezes it into a :class:`Graph`."""
 
@@ -145,7 +153,17 @@ class GraphSpec:
 
     # -- nodes -------------------------------------------------------------------------
     def add_node(self, spec: NodeSpec) -> NodeSpec:
-        """Add a node; a node with the same id is replaced in place (keeps its position)."""
+        """Add a node; a node with the same id is replaced in place (keeps its position).
+
+        Raises :class:`GraphDefinitionError` naming the graph for anything but a
+        :class:`NodeSpec` and for an id that cannot key the nodes (a list: it was a bare
+        ``TypeError``/``AttributeError`` here); other ids are checked by :meth:`create`."""
+        if not isinstance(spec, NodeSpec):
+            raise GraphDefinitionError(
+                f"Graph {self.id!r} takes a NodeSpec as a node, not {type(spec).__name__}",
+                graph_id=self.id,
+            )
+        self._check_key(spec.id)
         self.nodes[spec.id] = spec
         self.load_notes.empty_link_ids.discard(spec.id)  # the new node says nothing about text
         return spec
@@ -172,11 +190,23 @@ class GraphSpec:
         return self.add_node(NodeSpec(id, NodeType.LOOP, **options))
 
     def remove_node(self, id: str) -> None:
-        if self.nodes.pop(id, None) is None:
+        """Remove the node ``id``; :class:`NodeNotFoundError` when there is none (as for an id
+        that no node can have, such as a list — as ``Graph.get_node_or_throw`` says)."""
+        if self.get_node(id) is None:
             raise NodeNotFoundError(id, self.id)
+        del self.nodes[id]
 
     def get_node(self, id: str) -> NodeSpec | None:
-        return self.nodes.get(id)
+        """The node ``id``, or ``None`` (also for an id no node can have: a list, a dict)."""
+        return self.nodes.get(id) if _hashable(id) else None
+
+    def _check_key(self, node_id: object) -> None:
+        """A node id must be hashable to key :attr:`nodes` (it must be text to :meth:`create`)."""
+        if not _hashable(node_id):
+            raise GraphDefinitionError(
+                f"A node id of graph {self.id!r} must be a string, not {type(node_id).__name__}",
+                graph_id=self.id,
+            )
 
     def meta_put(self, key: str, value: Any) -> GraphSpec:
         self.meta[key] = value

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from flow import Graph, GraphDefinitionError, GraphSpec, NodeSpec, NodeType
+from flow import Graph, GraphDefinitionError, GraphSpec, NodeNotFoundError, NodeSpec, NodeType
 
 Build = Callable[[GraphSpec], object]
 
@@ -98,6 +98,34 @@ def test_a_node_whose_id_changed_after_it_was_added_is_refused() -> None:
     spec.add_start("s").id = "t"
     with pytest.raises(GraphDefinitionError, match="is 't' but the node was added as 's'"):
         spec.create()
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda s: s.add_activity(["a"]), "A node id of graph 'g' must be a string, not list"),
+        (lambda s: s.add_node(NodeSpec({})), "A node id of graph 'g' must be a string, not dict"),
+        (lambda s: s.add_node("a"), "Graph 'g' takes a NodeSpec as a node, not str"),
+        (lambda s: s.add_node(None), "Graph 'g' takes a NodeSpec as a node, not NoneType"),
+    ],
+)
+def test_a_node_that_cannot_be_added_is_refused_when_added(build: Build, message: str) -> None:
+    """An id that cannot key the nodes failed with a bare TypeError (unhashable), anything but
+    a NodeSpec with an AttributeError."""
+    spec = GraphSpec("g")
+    error = refusal(lambda: build(spec))
+    assert (str(error), error.graph_id, spec.nodes) == (message, "g", {})
+
+
+def test_an_id_no_node_can_have_is_looked_up_as_a_missing_node() -> None:
+    """As ``Graph.get_node``/``get_node_or_throw`` answer it (it was a bare TypeError)."""
+    spec = GraphSpec("g")
+    spec.add_start("s")
+    assert spec.get_node(["s"]) is None
+    with pytest.raises(NodeNotFoundError, match="in graph 'g'"):
+        spec.remove_node(["s"])
+    spec.remove_node("s")
+    assert spec.nodes == {}
 
 
 def test_node_spec_repr_shows_a_type_given_as_text() -> None:
