@@ -69,39 +69,70 @@ class FlowContext:
         return cls(instance_id, data, connection=connection)
 
     # -- data --------------------------------------------------------------------------
+    # A key that cannot be hashed (a list, a dict) raises InvalidArgumentTypeError naming the
+    # instance, not the dict's bare TypeError; the ``try`` costs nothing on the common path.
     def put(self, key: str, value: Any) -> FlowContext:
         """Set ``key``; a ``None`` value is ignored (as in the reference), and so are the
         reserved keys ``"context"`` and ``"instanceId"``: they always hold this context and
         its instance id, which conditions read (a form field named ``context`` must not
         answer ``context.instance_id``) — as :meth:`from_json` drops them."""
-        if value is not None and key not in _RESERVED_KEYS:
-            self.data[key] = value
+        try:
+            if value is not None and key not in _RESERVED_KEYS:
+                self.data[key] = value
+        except TypeError:
+            raise self._bad_key(key) from None
         return self
 
     def put_if_absent(self, key: str, value: Any) -> FlowContext:
-        if value is not None and key not in self.data:
-            self.data[key] = value
+        try:
+            if value is not None and key not in self.data:
+                self.data[key] = value
+        except TypeError:
+            raise self._bad_key(key) from None
         return self
 
     def put_all(self, mapping: Mapping[str, Any]) -> FlowContext:
+        """Set every entry of ``mapping`` as :meth:`put` does. Raises
+        :class:`InvalidArgumentTypeError` for anything but a mapping (a list of pairs)."""
+        if type(mapping) is not dict and not isinstance(mapping, Mapping):
+            raise InvalidArgumentTypeError(
+                "mapping",
+                mapping,
+                "a mapping of variable names to values",
+                instance_id=self.instance_id,
+            )
         for key, value in mapping.items():
             self.put(key, value)
         return self
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
+        try:
+            return self.data.get(key, default)
+        except TypeError:
+            raise self._bad_key(key) from None
 
     def remove(self, key: str) -> Any:
         """Remove ``key`` and return its value (``None`` when absent)."""
-        return self.data.pop(key, None)
+        try:
+            return self.data.pop(key, None)
+        except TypeError:
+            raise self._bad_key(key) from None
 
     def __contains__(self, key: object) -> bool:
-        return key in self.data
+        try:
+            return key in self.data
+        except TypeError:
+            raise self._bad_key(key) from None
 
     def scoped(self, key: str, value: Any) -> AbstractContextManager[FlowContext]:
         """Set ``key`` for the ``with`` block, then restore the old value (or remove the key),
         also when the block raises."""
         return _Scoped(self, key, value)
+
+    def _bad_key(self, key: object) -> InvalidArgumentTypeError:
+        return InvalidArgumentTypeError(
+            "key", key, "a variable name (a string)", instance_id=self.instance_id
+        )
 
     # -- control -----------------------------------------------------------------------
     def stop(self) -> None:
@@ -286,7 +317,10 @@ class _Scoped:
 
     def __enter__(self) -> FlowContext:
         data = self._ctx.data
-        self._missing = self._key not in data
+        try:
+            self._missing = self._key not in data
+        except TypeError:
+            raise self._ctx._bad_key(self._key) from None
         self._old = data.get(self._key)
         self._ctx.put(self._key, self._value)
         return self._ctx

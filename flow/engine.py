@@ -41,7 +41,11 @@ class FlowEngine:
     def __init__(self, driver: FlowDriver | None = None, *, max_depth: int = MAX_DEPTH) -> None:
         #: Sub-graphs calling sub-graphs nest at most this deep; deeper raises
         #: :class:`GraphDefinitionError` (each level costs about a dozen Python frames).
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int):
+            raise InvalidArgumentTypeError("max_depth", max_depth, "an integer")
         self.max_depth = max_depth
+        if driver is not None:
+            _check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver or None")
         self._default_driver: FlowDriver = driver if driver is not None else SimpleFlowDriver()
         self._drivers: dict[str, FlowDriver] = {}
         self._graphs: dict[str, Graph] = {}
@@ -95,7 +99,13 @@ class FlowEngine:
     # -- drivers -----------------------------------------------------------------------
     def register_driver(self, name: str | None, driver: FlowDriver) -> None:
         """Register ``driver`` under ``name`` (graphs pick it with ``driver: name``);
-        ``None`` or ``""`` replaces the default driver."""
+        ``None`` or ``""`` replaces the default driver. Raises
+        :class:`InvalidArgumentTypeError` for a name that is not text and for a driver
+        without the callbacks a walk makes (``None``, a class instead of an instance): such a
+        driver failed every later walk with a bare ``AttributeError``."""
+        if name is not None and not isinstance(name, str):
+            raise InvalidArgumentTypeError("name", name, "a driver name (str) or None")
+        _check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver")
         if name:
             self._drivers = {**self._drivers, name: driver}
         else:
@@ -107,8 +117,11 @@ class FlowEngine:
     def get_driver(self, graph: Graph) -> FlowDriver:
         """The driver named by ``graph.driver`` (the default when empty).
 
-        Raises :class:`GraphDefinitionError` when the graph names a driver nobody registered.
+        Raises :class:`GraphDefinitionError` when the graph names a driver nobody registered,
+        :class:`InvalidArgumentTypeError` when ``graph`` is not a :class:`Graph`.
         """
+        if not isinstance(graph, Graph):
+            raise InvalidArgumentTypeError("graph", graph, "a Graph")
         if not graph.driver:
             return self._default_driver
         driver = self._drivers.get(graph.driver)
@@ -120,7 +133,13 @@ class FlowEngine:
 
     # -- interceptors ------------------------------------------------------------------
     def add_interceptor(self, interceptor: FlowInterceptor, index: int = 0) -> None:
-        """Add an interceptor; smaller ``index`` runs first, equal indexes keep insertion order."""
+        """Add an interceptor; smaller ``index`` runs first, equal indexes keep insertion order.
+        Raises :class:`InvalidArgumentTypeError` for an interceptor without the hooks a walk
+        calls (``None``, a class instead of an instance) or an ``index`` that is not an
+        integer — refused here, not by every later walk or the next ``add_interceptor``."""
+        _check_hooks("interceptor", interceptor, _INTERCEPTOR_HOOKS, "a FlowInterceptor")
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InvalidArgumentTypeError("index", index, "an integer")
         self._seq += 1
         entries = [*self._interceptor_entries, (index, self._seq, interceptor)]
         entries.sort(key=lambda entry: (entry[0], entry[1]))
@@ -192,6 +211,20 @@ def _nested_too_deep(graph: Graph, exchanger: FlowExchanger) -> FlowError:
         "interceptor, task or driver evaluates a graph inside an evaluation that leads back "
         "to it (sys.setrecursionlimit raises the limit)"
     )
+
+
+#: What a walk calls on a driver and on an interceptor.
+_DRIVER_HOOKS = ("on_node_start", "on_node_end", "handle_condition", "handle_task")
+_INTERCEPTOR_HOOKS = ("intercept_flow", "on_node_start", "on_node_end")
+
+
+def _check_hooks(name: str, value: object, hooks: tuple[str, ...], expected: str) -> None:
+    """Refuse ``value`` unless it is an instance (not a class) with every callable of
+    ``hooks`` — subclassing the base class is not required."""
+    if isinstance(value, type) or not all(callable(getattr(value, h, None)) for h in hooks):
+        raise InvalidArgumentTypeError(
+            name, value, f"{expected} (an object with {', '.join(hooks)})"
+        )
 
 
 def _checked_eval_arguments(graph: object, ctx: object, steps: object) -> int:

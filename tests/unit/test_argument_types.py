@@ -16,9 +16,11 @@ from flow import (
     FlowContext,
     FlowEngine,
     FlowError,
+    FlowInterceptor,
     Graph,
     GraphDefinitionError,
     InvalidArgumentTypeError,
+    SimpleFlowDriver,
 )
 from flow import workflow as flow_workflow
 
@@ -129,3 +131,100 @@ def test_eval_arguments_of_the_wrong_type_are_the_typed_argument_error(
 def test_the_argument_error_is_one_class_for_engine_and_workflow() -> None:
     assert flow_workflow.InvalidArgumentTypeError is InvalidArgumentTypeError
     assert flow_workflow.errors.InvalidArgumentTypeError is InvalidArgumentTypeError
+
+
+# -- a context's keys, an engine's drivers and interceptors --------------------------------
+UNHASHABLE_KEYS = [["amount"], {"a": 1}, {"amount"}]
+
+KEY_CALLS: list[tuple[str, Callable[[FlowContext, Any], object]]] = [
+    ("put", lambda ctx, key: ctx.put(key, 1)),
+    ("put_if_absent", lambda ctx, key: ctx.put_if_absent(key, 1)),
+    ("get", lambda ctx, key: ctx.get(key)),
+    ("remove", lambda ctx, key: ctx.remove(key)),
+    ("in", lambda ctx, key: key in ctx),
+    ("scoped", lambda ctx, key: ctx.scoped(key, 1).__enter__()),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in KEY_CALLS], ids=[n for n, _ in KEY_CALLS])
+@pytest.mark.parametrize("key", UNHASHABLE_KEYS, ids=lambda v: type(v).__name__)
+def test_a_context_key_no_variable_can_have_is_the_typed_argument_error(
+    call: Callable[[FlowContext, Any], object], key: Any
+) -> None:
+    ctx = FlowContext.of("leave-7", {"amount": 5})
+    with pytest.raises(InvalidArgumentTypeError, match=r"key must be a variable name") as caught:
+        call(ctx, key)
+    assert "'leave-7'" in str(caught.value)
+    assert ctx.data["amount"] == 5 and len(ctx.data) == 3  # nothing changed
+
+
+def test_put_all_with_pairs_is_the_typed_argument_error() -> None:
+    ctx = FlowContext.of("leave-7")
+    with pytest.raises(InvalidArgumentTypeError, match=r"mapping must be a mapping.*'leave-7'"):
+        ctx.put_all([("amount", 5)])  # type: ignore[arg-type]
+
+
+def test_context_keys_of_any_hashable_kind_still_work() -> None:
+    ctx = FlowContext.of("leave-7").put("amount", 5).put_if_absent("days", 2)
+    with ctx.scoped("actor", "bob"):
+        assert ctx.get("actor") == "bob" and "actor" in ctx
+    assert "actor" not in ctx and ctx.remove("days") == 2 and ctx.get("amount") == 5
+
+
+class _NoHooks:
+    pass
+
+
+# None, an object without the callbacks, the class instead of an instance, a name.
+NOT_A_DRIVER = [None, _NoHooks(), SimpleFlowDriver, "driver"]
+NOT_AN_INTERCEPTOR = [None, _NoHooks(), FlowInterceptor, print]
+
+
+@pytest.mark.parametrize("driver", NOT_A_DRIVER[1:], ids=lambda v: type(v).__name__)
+def test_an_engine_refuses_a_default_driver_without_its_callbacks(driver: Any) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"driver must be a FlowDriver"):
+        FlowEngine(driver)
+
+
+@pytest.mark.parametrize("driver", NOT_A_DRIVER, ids=lambda v: type(v).__name__)
+def test_register_driver_refuses_a_driver_without_its_callbacks(driver: Any) -> None:
+    engine = FlowEngine()
+    with pytest.raises(InvalidArgumentTypeError, match=r"driver must be a FlowDriver"):
+        engine.register_driver("mine", driver)
+    assert engine.eval(Graph.from_text("id: g\nlayout: [{type: start}, {type: end}]"))
+
+
+@pytest.mark.parametrize("name", [5, ["mine"], b"mine"], ids=lambda v: type(v).__name__)
+def test_register_driver_refuses_a_name_that_is_not_text(name: Any) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"name must be a driver name"):
+        FlowEngine().register_driver(name, SimpleFlowDriver())
+
+
+@pytest.mark.parametrize("graph", ["g", None, 5], ids=lambda v: type(v).__name__)
+def test_get_driver_refuses_anything_but_a_graph(graph: Any) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"graph must be a Graph"):
+        FlowEngine().get_driver(graph)
+
+
+@pytest.mark.parametrize("interceptor", NOT_AN_INTERCEPTOR, ids=lambda v: type(v).__name__)
+def test_add_interceptor_refuses_an_object_without_its_hooks(interceptor: Any) -> None:
+    engine = FlowEngine()
+    with pytest.raises(InvalidArgumentTypeError, match=r"interceptor must be a FlowInterceptor"):
+        engine.add_interceptor(interceptor)
+    assert engine.interceptors == ()
+    assert engine.eval(Graph.from_text("id: g\nlayout: [{type: start}, {type: end}]"))
+
+
+@pytest.mark.parametrize("index", ["1", 1.5, None, True], ids=lambda v: type(v).__name__)
+def test_add_interceptor_refuses_an_index_that_is_not_an_integer(index: Any) -> None:
+    engine = FlowEngine()
+    with pytest.raises(InvalidArgumentTypeError, match=r"index must be an integer"):
+        engine.add_interceptor(FlowInterceptor(), index)
+    engine.add_interceptor(FlowInterceptor(), 3)  # the next one is not refused for it
+    assert len(engine.interceptors) == 1
+
+
+@pytest.mark.parametrize("depth", ["10", 2.0, True], ids=lambda v: type(v).__name__)
+def test_an_engine_refuses_a_max_depth_that_is_not_an_integer(depth: Any) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match=r"max_depth must be an integer"):
+        FlowEngine(max_depth=depth)
