@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flow._fields import check_description, check_id, check_priority, check_text, check_type
 from flow._frozen import budget, freeze_meta, refuse_delattr, refuse_setattr
 from flow._text import safe_repr
-from flow.errors import GraphDefinitionError, NodeNotFoundError
+from flow.errors import GraphDefinitionError, InvalidArgumentTypeError, NodeNotFoundError
 from flow.node_type import NodeType
 from flow.spec import LinkSpec, NodeSpec
 
@@ -174,12 +174,28 @@ class Node:
         return self.next_node_list[0] if self.next_node_list else None
 
     # -- meta helpers ------------------------------------------------------------------
+    # A key that cannot be hashed (a list) raises InvalidArgumentTypeError naming the node, not
+    # the dict's bare TypeError; the ``try`` costs nothing on the common path.
     def meta_get(self, key: str, default: Any = None) -> Any:
-        return self.meta.get(key, default)
+        try:
+            return self.meta.get(key, default)
+        except TypeError:
+            raise self._bad_meta_key(key) from None
+
+    def _bad_meta_key(self, key: object) -> InvalidArgumentTypeError:
+        return InvalidArgumentTypeError(
+            "key",
+            key,
+            f"a meta key (a string) of node {safe_repr(self.id)} of graph "
+            f"{safe_repr(self.graph.id)}",
+        )
 
     def meta_as_str(self, key: str) -> str | None:
         """The meta value as text (``str()`` of non-strings), ``None`` when absent."""
-        value = self.meta.get(key)
+        try:
+            value = self.meta.get(key)
+        except TypeError:
+            raise self._bad_meta_key(key) from None
         if value is None:
             return None
         if isinstance(value, bool):
@@ -188,7 +204,10 @@ class Node:
 
     def meta_as_bool(self, key: str) -> bool | None:
         """``"true"`` (any case) and positive numbers are true; ``None`` when absent."""
-        value = self.meta.get(key)
+        try:
+            value = self.meta.get(key)
+        except TypeError:
+            raise self._bad_meta_key(key) from None
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, int | float):
@@ -197,7 +216,10 @@ class Node:
 
     def meta_as_number(self, key: str) -> float | int | None:
         """The meta value as a number; raises :class:`GraphDefinitionError` if it is not one."""
-        value = self.meta.get(key)
+        try:
+            value = self.meta.get(key)
+        except TypeError:
+            raise self._bad_meta_key(key) from None
         if value is None:
             return None
         if isinstance(value, bool):

@@ -90,7 +90,10 @@ class FlowTrace:
         if not self.enabled:
             return None
         key = self.root_graph_id if graph_id is None else graph_id
-        return None if key is None or key not in self._entries else self._record(key)
+        try:
+            return None if key is None or key not in self._entries else self._record(key)
+        except TypeError:  # a list: no graph has that id (as Graph.get_node answers)
+            return None
 
     def last_node(self, graph: Graph) -> Node:
         """The recorded node of ``graph`` or its start node; raises ``NodeNotFoundError`` if the

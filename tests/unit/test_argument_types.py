@@ -228,3 +228,29 @@ def test_add_interceptor_refuses_an_index_that_is_not_an_integer(index: Any) -> 
 def test_an_engine_refuses_a_max_depth_that_is_not_an_integer(depth: Any) -> None:
     with pytest.raises(InvalidArgumentTypeError, match=r"max_depth must be an integer"):
         FlowEngine(max_depth=depth)
+
+
+_ONE_TASK = """
+id: g
+layout: [{id: s, type: start, link: a}, {id: a, meta: {actor: bob}, link: e}, {id: e, type: end}]
+"""
+
+
+@pytest.mark.parametrize("method", ["meta_get", "meta_as_str", "meta_as_bool", "meta_as_number"])
+def test_a_meta_key_no_meta_can_have_is_the_typed_argument_error_naming_the_node(
+    method: str,
+) -> None:
+    node = Graph.from_text(_ONE_TASK).get_node_or_throw("a")
+    with pytest.raises(InvalidArgumentTypeError, match=r"meta key .* of node 'a' of graph 'g'"):
+        getattr(node, method)(["actor"])
+    assert getattr(node, method)("missing") is None
+    assert node.meta_as_str("actor") == "bob"
+
+
+def test_a_trace_asked_for_a_graph_id_no_graph_can_have_answers_as_for_a_missing_one() -> None:
+    ctx = FlowEngine().eval(Graph.from_text(_ONE_TASK), FlowContext.of("leave-7"))
+    trace = ctx.trace
+    assert trace.last_record(["g"]) is None  # type: ignore[arg-type]
+    assert trace.last_node_id(["g"]) is None  # type: ignore[arg-type]
+    assert trace.is_end(["g"]) is False  # type: ignore[arg-type]
+    assert trace.is_end("g") and trace.last_node_id() == "e"
