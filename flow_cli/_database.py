@@ -6,6 +6,7 @@ SQLAlchemy is imported here lazily: ``import flow`` and ``flow validate`` never 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +53,24 @@ def shown(url: str) -> str:
         if secret:
             parsed = parsed.update_query_dict(secret)
         return parsed.render_as_string(hide_password=True)
-    except Exception:  # an unparsable URL is reported by open_engine
-        return url
+    except Exception:  # an unparsable URL is reported by open_engine: hidden as text
+        return _masked_text(url)
+
+
+#: ``scheme://user:`` then the password, up to the last ``@`` (SQLAlchemy's own URL pattern
+#: lets a password hold anything but ``@``, ``/`` included).
+_TEXT_PASSWORD = re.compile(r"^(?P<head>[\w+.-]+://[^:/@?#]*):.*@")
+_TEXT_SECRET_QUERY = re.compile(
+    r"(?P<head>[?&](?:" + "|".join(sorted(_SECRET_QUERY_KEYS)) + r")=)[^&]*", re.IGNORECASE
+)
+
+
+def _masked_text(url: str) -> str:
+    """``url``, which SQLAlchemy cannot parse (a port that is no number, an IPv6 host left
+    open), with its password hidden by pattern: the error naming such a URL is printed, and
+    it once showed the password as typed. Masks more than the password rather than less."""
+    url = _TEXT_PASSWORD.sub(r"\g<head>:***@", url, count=1)
+    return _TEXT_SECRET_QUERY.sub(r"\g<head>***", url)
 
 
 def open_engine(url: str) -> Engine:

@@ -424,3 +424,20 @@ def test_a_password_given_as_a_query_parameter_is_never_printed(flow: Flow, key:
     line = single_error_line(flow("instances", "--db", url))
     assert line.startswith("flow: error: cannot connect to ")
     assert "s3cret-word" not in line and f"{key}=" in line
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql+pymysql://nobody:s3cret-word@127.0.0.1:abc/x",  # a port that is no number
+        "mysql+pymysql://nobody:s3cret-word@[::1/x",  # an IPv6 host left open
+        "mysql+pymysql://nobody:s3cret/word@127.0.0.1:abc/x",  # a '/' in the password
+        "mysql+pymysql://nobody@127.0.0.1:abc/x?ssl=1&passwd=s3cret-word",
+    ],
+)
+def test_a_password_in_a_url_that_does_not_parse_is_never_printed(flow: Flow, url: str) -> None:
+    """A URL SQLAlchemy cannot parse is echoed in the error, and its password hidden too."""
+    line = single_error_line(flow("instances", "--db", url))
+    assert line.startswith("flow: error: bad database URL ")
+    assert "s3cret" not in line and "***" in line
+    assert "nobody" in line  # the user is still named: the error says which URL
