@@ -136,6 +136,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     graph = Graph.from_text(demo_graph_text(), strict=True)
     run = uuid.uuid4().hex[:6]
+    out_dir = picture_directory(Path(args.out))
     with Session.open(args.db, migrate=True) as session:
         print(f"flow demo: {graph.title!r} (graph {graph.id!r}) in {shown(session.url)}")
         print(f"tables are migrated; this run's instances are {graph.id}-{run}-*")
@@ -148,7 +149,7 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"\nHistory of {history_id} (flow history {history_id}):")
         print(_indent(_history(session, history_id)))
         picture_id = f"{graph.id}-{run}-{PICTURE_STORY}"
-        written = write_pictures(session, picture_id, Path(args.out))
+        written = write_pictures(session, picture_id, out_dir)
     print(f"\nPicture of {picture_id}, where it stands: {' and '.join(map(str, written))}")
     if len(written) == 1:
         print("(Graphviz adds an .svg of it: apt-get install graphviz, then run the demo again)")
@@ -250,15 +251,25 @@ def _history(session: Session, instance_id: str) -> str:
     return history_table(session.history(instance_id))
 
 
+def picture_directory(out_dir: Path) -> Path:
+    """``--out``, created if need be — before the demo opens its database: an ``--out`` that
+    cannot be a directory (a file, or a path under one) once failed only after the whole demo
+    had been stored, with a bare 'File exists'."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, FileExistsError | NotADirectoryError):
+            reason = "it is not a directory" if out_dir.exists() else "a parent is not a directory"
+        raise CliError(f"--out {out_dir}: {reason}") from exc
+    return out_dir
+
+
 def write_pictures(session: Session, instance_id: str, out_dir: Path) -> list[Path]:
     """``<instance>.mmd`` always, ``<instance>.svg`` too when Graphviz is installed."""
     from flow_cli._graphs import dot_program, render_graph, write_output
 
     graph, states = session.picture_states(instance_id, None)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
     written = [out_dir / f"{instance_id}.mmd"]
     write_output(written[0], render_graph(graph, states, "mermaid", instance_id))
     if dot_program() is not None:

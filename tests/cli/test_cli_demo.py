@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from cli_support import REPO, Flow, flow_environ, flow_script
+from cli_support import REPO, Flow, flow_environ, flow_script, single_error_line
 
 STEP_MESSAGES = (
     "Taxi to the airport, receipt attached",
@@ -156,3 +156,19 @@ def test_demo_says_graphviz_adds_the_svg_when_it_is_missing(flow: Flow) -> None:
     result = flow("demo")
     assert result.code == 0, result.err
     assert "Graphviz adds an .svg of it: apt-get install graphviz" in result.out
+
+
+@pytest.mark.parametrize("out", ["taken.txt", "taken.txt/pictures"])
+def test_demo_with_an_out_that_cannot_be_a_directory_writes_nothing(
+    flow: Flow, tmp_path: Path, out: str
+) -> None:
+    """--out naming a file (or a path under one) is refused before the demo stores anything:
+    it ran all nine stories into the database, then failed on the pictures ('File exists')."""
+    (tmp_path / "taken.txt").write_text("not a directory\n", encoding="utf-8")
+    db = tmp_path / "demo.sqlite"
+    result = flow("demo", "--out", out, "--db", f"sqlite:///{db}")
+    line = single_error_line(result)
+    assert result.code == 1
+    assert result.out == ""
+    assert f"--out {out}" in line and "not a directory" in line
+    assert not db.exists()
