@@ -47,7 +47,7 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the process exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args_list
+    debug = _asks_for_debug(args_list)
     try:
         args = build_parser().parse_args(args_list)
         handler: Handler = args.handler
@@ -67,6 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _fail(_describe(exc))
         return 1
+
+
+def _asks_for_debug(args: Sequence[str]) -> bool:
+    """Whether the command line gives ``--debug`` — known before parsing, so that a usage error
+    shows its traceback too. Only words before ``--`` count: after it every word is an
+    argument, and ``flow history -- --debug`` (an instance so named) printed a traceback."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--debug" in options
 
 
 def _describe(exc: Exception) -> str:

@@ -206,6 +206,15 @@ def test_debug_shows_the_traceback(flow: Flow) -> None:
     assert "Traceback" in result.err
 
 
+def test_an_argument_spelled_debug_after_double_dash_shows_no_traceback(flow: Flow) -> None:
+    """After ``--`` every word is an argument: an instance named ``--debug`` is looked up,
+    and its error is the one line, not a traceback (the whole command line was searched)."""
+    result = flow("history", "--db", "sqlite:////nonexistent/directory/x.sqlite", "--", "--debug")
+    line = single_error_line(result)
+    assert result.code == 1
+    assert "no database at /nonexistent/directory/x.sqlite" in line
+
+
 def test_start_without_actor_claims_the_first_task_as_the_actor_it_names(
     flow: Flow, migrated: str
 ) -> None:
