@@ -165,9 +165,17 @@ def read_graph_file(path: str | Path) -> str:
         # writer comes, a device such as /dev/zero never ends. Only a regular file is read.
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         fd = os.open(p, flags)
+        # Checked on the descriptor before it becomes a file object: os.fdopen refuses a
+        # directory itself, with "Is a directory: 3" (the descriptor, not the name).
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            os.close(fd)
+            raise
+        if not regular:
+            os.close(fd)
+            raise GraphDefinitionError(f"{p}: a graph file must be a regular file")
         with os.fdopen(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                raise GraphDefinitionError(f"{p}: a graph file must be a regular file")
             data = file.read(limit + 1)  # at most one byte past the limit
         if len(data) > limit:
             raise GraphDefinitionError(_too_long(f"{p}: the graph file"))

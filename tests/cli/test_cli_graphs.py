@@ -84,6 +84,15 @@ def test_validate_prints_hostile_ids_escaped_and_counts_by_severity(
     assert "1 file checked: 2 errors, 2 warnings" in result.out
 
 
+def test_validate_names_a_directory_as_no_regular_file(flow: Flow, tmp_path: Path) -> None:
+    """A directory named like a graph file is refused as a device or pipe is: it said
+    'cannot read graph file: [Errno 21] Is a directory: 3' (a file descriptor, not a name)."""
+    (tmp_path / "graphs.yml").mkdir()
+    result = flow("validate", "graphs.yml")
+    assert result.code == 1
+    assert result.out.splitlines()[0] == "graphs.yml: error: a graph file must be a regular file"
+
+
 def test_render_mermaid_matches_snapshot(flow: Flow) -> None:
     result = flow("render", str(OA))
     assert result.code == 0, result.err
