@@ -8,6 +8,8 @@ instead. Database libraries are imported only by the commands that need them.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -60,13 +62,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
-    except BrokenPipeError:  # e.g. `flow history X | head`
-        return 0
+    except BrokenPipeError:  # e.g. `flow history X | head`: the reader has gone
+        return _reader_gone()
     except Exception as exc:
         if debug:
             raise
         _fail(_describe(exc))
         return 1
+
+
+#: The exit code of a command whose output's reader went away: 128 + SIGPIPE, the status a
+#: shell gives any program that pipe ends (``cat big | head``).
+READER_GONE = 141
+
+
+def _reader_gone() -> int:
+    """The command stopped when its standard output's reader closed the pipe: its outcome is
+    unknown (``flow validate bad.yml | head`` stopped before it could exit 1 for the errors),
+    so it must not exit 0 — a script with ``set -o pipefail`` would read success. Standard
+    output goes to ``/dev/null`` so that the interpreter's last flush stays quiet."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return READER_GONE
 
 
 def _asks_for_debug(args: Sequence[str]) -> bool:

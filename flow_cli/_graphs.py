@@ -107,9 +107,11 @@ def check_file(path: str) -> list[tuple[str, str]]:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    fmt = args.format or _SUFFIX_FORMATS.get(Path(args.output or "").suffix.lower(), "mermaid")
+    fmt = args.format or _format_of(args.output)
     if args.graph is None and args.instance is None:
         raise CliError("give a GRAPH file, or --instance ID to draw a stored instance", exit_code=2)
+    if args.output is not None:
+        _check_not_an_input(args.output, args)
     if fmt == "png" and args.output is None:
         raise CliError("png output needs -o FILE", exit_code=2)
     graph = load_graph(args.graph) if args.graph is not None else None
@@ -128,6 +130,45 @@ def run_render(args: argparse.Namespace) -> int:
         write_output(Path(args.output), data)
         print(f"wrote {args.output}")
     return 0
+
+
+def _format_of(output: str | None) -> str:
+    """The format an ``-o`` file's suffix names; Mermaid for standard output or a file without
+    a suffix. Another suffix is a usage error: ``-o pic.jpg`` wrote Mermaid text into a file
+    every viewer takes for a JPEG."""
+    suffix = Path(output or "").suffix.lower()
+    if not suffix:
+        return "mermaid"
+    fmt = _SUFFIX_FORMATS.get(suffix)
+    if fmt is None:
+        known = ", ".join(_SUFFIX_FORMATS)
+        raise CliError(
+            f"-o {output}: no picture format is known by the suffix {suffix!r} ({known}); "
+            "give --format",
+            exit_code=2,
+        )
+    return fmt
+
+
+def _check_not_an_input(output: str, args: argparse.Namespace) -> None:
+    """Refuse an ``-o`` file that is the graph file being drawn, or the SQLite database the
+    instance is read from: it was overwritten with the picture."""
+    from flow_cli._database import database_url
+    from flow_cli._session import sqlite_file
+
+    inputs = [("the graph file being drawn", None if args.graph is None else Path(args.graph))]
+    if args.instance is not None:
+        inputs.append(("the database", sqlite_file(database_url(args.db))))
+    for what, path in inputs:
+        if path is not None and _same_file(Path(output), path):
+            raise CliError(f"-o {output}: that is {what}; give another file", exit_code=2)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return (a.exists() and b.exists() and a.samefile(b)) or a.resolve() == b.resolve()
+    except OSError:  # a path that cannot be resolved names no file of the other
+        return False
 
 
 def graph_override(path: str | None) -> Graph | None:

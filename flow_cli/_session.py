@@ -550,6 +550,12 @@ def _create_directory(path: Path) -> None:
 def _missing_sqlite_file(url: str) -> Path | None:
     """The file of a SQLite URL when it does not exist (``None`` for other URLs, in-memory
     databases and files that exist)."""
+    path = sqlite_file(url)
+    return None if path is None or path.exists() else path
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names (``None`` for other URLs and in-memory databases)."""
     from sqlalchemy.engine import make_url
 
     try:
@@ -561,8 +567,7 @@ def _missing_sqlite_file(url: str) -> Path | None:
         return None
     if database.startswith("file:") or parsed.query.get("mode") == "memory":
         return None
-    path = Path(database)
-    return None if path.exists() else path
+    return Path(database)
 
 
 def bare_graph_id(data: Any) -> str | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from cli_support import REPO, Flow, single_error_line
+from cli_support import REPO, Flow, flow_environ, flow_script, single_error_line
 
 GRAPHS = Path(__file__).parent / "graphs"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -112,6 +113,37 @@ def test_render_picks_the_format_from_the_output_suffix(flow: Flow, tmp_path: Pa
     assert written == (SNAPSHOTS / "oa.dot").read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("output", ["oa.jpg", "oa.yml", "oa.txt"])
+def test_render_to_a_suffix_of_no_picture_format_writes_nothing(
+    flow: Flow, tmp_path: Path, output: str
+) -> None:
+    """``-o pic.jpg`` wrote Mermaid text into a file every viewer takes for a JPEG."""
+    line = single_error_line(flow("render", str(OA), "-o", output))
+    assert f"-o {output}: no picture format is known by the suffix" in line
+    assert "give --format" in line
+    assert not (tmp_path / output).exists()
+
+
+def test_render_to_a_file_without_a_suffix_writes_mermaid(flow: Flow, tmp_path: Path) -> None:
+    assert flow("render", str(OA), "-o", "picture").code == 0
+    assert (tmp_path / "picture").read_text(encoding="utf-8").startswith("flowchart TD")
+
+
+@pytest.mark.parametrize("output", ["oa.yml", "./oa.yml", "link.mmd"])
+def test_render_never_writes_over_the_graph_file_it_draws(
+    flow: Flow, tmp_path: Path, output: str
+) -> None:
+    """``flow render oa.yml -o oa.yml --format dot`` replaced the graph with its picture."""
+    graph = tmp_path / "oa.yml"
+    shutil.copy(OA, graph)
+    (tmp_path / "link.mmd").symlink_to(graph)
+    line = single_error_line(flow("render", "oa.yml", "-o", output, "--format", "dot"))
+    assert (
+        line == f"flow: error: -o {output}: that is the graph file being drawn; give another file"
+    )
+    assert graph.read_bytes() == OA.read_bytes()
+
+
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 def test_render_svg_is_valid_xml(flow: Flow, tmp_path: Path) -> None:
     result = flow("render", str(OA), "-o", "oa.svg")
@@ -166,3 +198,27 @@ def test_a_lone_surrogate_in_a_title_is_a_validate_error_and_one_render_line(
     assert "error: The title of graph 'g' is not valid Unicode text (lone surrogate)" in result.out
     line = single_error_line(flow("render", str(bad)))
     assert "The title of graph 'g' is not valid Unicode text" in line
+
+
+def test_validate_whose_reader_goes_away_does_not_exit_as_if_the_file_were_fine(
+    tmp_path: Path,
+) -> None:
+    """``flow validate bad.yml | head -1``: the reader closes the pipe while the errors are
+    still being printed. The command exited 0 then — a script with ``set -o pipefail`` read
+    "no errors". It exits 141 (128 + SIGPIPE), as a shell reports any program a pipe ends,
+    with nothing on stderr."""
+    nodes = "".join(f"  - {{id: n{i}, link: nowhere{i}}}\n" for i in range(3_000))
+    bad = tmp_path / "bad.yml"
+    bad.write_text(f"id: g\nlayout:\n{nodes}")  # about 240 KB of errors: more than a pipe holds
+    with subprocess.Popen(
+        [str(flow_script()), "validate", str(bad)],
+        env=flow_environ(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert b"link to unknown node" in process.stdout.readline()
+        process.stdout.close()  # `head -1` has its line
+        err = process.stderr.read()
+        assert process.wait(timeout=120) == 141
+    assert err == b""

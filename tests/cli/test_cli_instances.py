@@ -93,6 +93,21 @@ def test_render_instance_colours_the_waiting_task(flow: Flow, migrated: str) -> 
     assert "    linkStyle 0,1,3 stroke:#2f855a" in result.out  # start-apply-amount-manager
 
 
+def test_render_instance_never_writes_over_its_sqlite_database(flow: Flow, tmp_path: Path) -> None:
+    """``-o`` naming the SQLite file the instance is read from replaced the database."""
+    url = f"sqlite:///{tmp_path / 'app.sqlite'}"
+    assert flow("migrate", "--db", url).code == 0
+    start(flow, url, "pic-2", 300)
+    before = (tmp_path / "app.sqlite").read_bytes()
+    result = flow(
+        "render", "--instance", "pic-2", "--db", url, "-o", "app.sqlite", "--format", "dot"
+    )
+    assert single_error_line(result).endswith(
+        "-o app.sqlite: that is the database; give another file"
+    )
+    assert (tmp_path / "app.sqlite").read_bytes() == before
+
+
 def test_submit_by_the_wrong_actor_is_refused_in_one_line(flow: Flow, migrated: str) -> None:
     start(flow, migrated, "who-1", 300)
     result = flow("submit", "who-1", "apply", "forward", "--actor", "manager", "--db", migrated)
