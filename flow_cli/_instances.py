@@ -49,7 +49,10 @@ def add_commands(commands: Any, parents: Sequence[Parser]) -> None:
         "--graph", metavar="ID", type=non_blank, help="only instances of this graph id"
     )
     instances.add_argument(
-        "--creator", metavar="A", help="only instances whose first write was by A"
+        "--creator",
+        metavar="A",
+        type=non_blank,
+        help="only instances whose first write was by A",
     )
     instances.add_argument(
         "--after",

@@ -132,6 +132,7 @@ def test_a_blank_graph_db_instance_out_or_output_is_a_usage_error_for_every_comm
         ["reindex", "--graph", "", *db],
         ["inbox", "--actor", "manager", "--graph", "", *db],
         ["instances", "--graph", "", *db],
+        ["instances", "--creator", "", *db],
         ["start", OA, "--instance", "", "--var", "amount=5", *db],
         ["render", "--instance", "", *db],
         ["submit", "b-1", "manager", "forward", "--db", ""],

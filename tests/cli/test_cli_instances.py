@@ -215,6 +215,41 @@ def test_a_var_nested_too_deeply_is_a_usage_error_naming_it(flow: Flow, tmp_path
         assert not db.exists()
 
 
+@pytest.mark.parametrize("raw", ["1e400", "[1, -1e999]", '{"a": 1e309}'])
+def test_a_var_number_beyond_json_is_a_usage_error_naming_it(
+    flow: Flow, tmp_path: Path, raw: str
+) -> None:
+    """``1e400`` is JSON syntax that reads as infinity, which no JSON can store: the start
+    failed after opening the database, exit 1, with the storage error's words."""
+    db = tmp_path / "untouched.sqlite"
+    result = flow("start", OA, "--var", f"amount={raw}", "--db", f"sqlite:///{db}")
+    assert result.code == 2, result.err
+    assert f"--var 'amount': {raw} is beyond JSON's numbers" in single_error_line(result)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("raw", ["NaN", "Infinity", "-Infinity"])
+def test_a_var_spelled_like_a_python_float_constant_is_text(
+    flow: Flow, migrated: str, raw: str
+) -> None:
+    """Python's JSON reads ``NaN`` and ``Infinity``; JSON has neither: the value is the text,
+    as any other value that is no JSON (the start failed when it stored the float)."""
+    result = flow(
+        "start",
+        OA,
+        "--instance",
+        "c-1",
+        "--var",
+        f"note={raw}",
+        "--actor",
+        "employee",
+        "--db",
+        migrated,
+    )
+    assert result.code == 0, result.err
+    assert "started c-1" in result.out
+
+
 def test_debug_shows_the_traceback(flow: Flow) -> None:
     result = flow("--debug", "instances", "--db", "sqlite:////nonexistent/directory/x.sqlite")
     assert result.code != 0
