@@ -234,18 +234,8 @@ def test_a_var_spelled_like_a_python_float_constant_is_text(
 ) -> None:
     """Python's JSON reads ``NaN`` and ``Infinity``; JSON has neither: the value is the text,
     as any other value that is no JSON (the start failed when it stored the float)."""
-    result = flow(
-        "start",
-        OA,
-        "--instance",
-        "c-1",
-        "--var",
-        f"note={raw}",
-        "--actor",
-        "employee",
-        "--db",
-        migrated,
-    )
+    start_with_note = ["start", OA, "--instance", "c-1", "--var", f"note={raw}"]
+    result = flow(*start_with_note, "--actor", "employee", "--db", migrated)
     assert result.code == 0, result.err
     assert "started c-1" in result.out
 
