@@ -375,9 +375,13 @@ class WorkflowExecutor:
         the way lose their states. False, writing nothing, when the task is not open and
         WAITING for ``ctx`` (checked under the instance lock), or is another instance's.
         Raises :class:`SendBackError` (nothing written) when there is no single earlier task
-        to go back to, :class:`IndexUnavailableError` without a task index."""
+        to go back to, :class:`IndexUnavailableError` without a task index — whatever the
+        task, ``None`` included (as withdraw raises it for an unknown instance too): an
+        application wired without the index learns it at its first call, not from a False
+        that reads as "nothing to send back"."""
         check_context(ctx)
         check_message(message, ctx)
+        index = self._require_index("send_back")
         if task is None:
             return False
         check_sendable(task, ctx)
@@ -390,7 +394,6 @@ class WorkflowExecutor:
                 return False
             root = self._graph(task.graph_id)
             node = root.get_node_or_throw(task.node_id)
-        index = self._require_index("send_back")
         with self._operation(ctx, lock=True):
             # The task may be a sub-graph's: the aggregate is the instance's root graph's.
             running = self._running_index(index, root, ctx, sub_graph=True)

@@ -820,6 +820,9 @@ def test_a_repository_without_the_index_gets_a_clear_error(engine: FlowEngine) -
         lambda: ex.instances(),
         lambda: ex.withdraw("excl", ctx),
         lambda: ex.send_back(ex.claim_task("excl", ctx), ctx),
+        # Whatever the task: a False would read as "nothing to send back".
+        lambda: ex.send_back(None, ctx),
+        lambda: ex.send_back(ex.claim_task("excl", _ctx("i-2", actor="alice")), ctx),
     ]
     for call in calls:
         with pytest.raises(IndexUnavailableError, match="keeps the task index"):
