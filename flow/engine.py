@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
+from flow._hooks import check_hooks
 from flow._text import safe_repr
 from flow._walk import Walk
 from flow.context import FlowContext
@@ -45,7 +46,7 @@ class FlowEngine:
             raise InvalidArgumentTypeError("max_depth", max_depth, "an integer")
         self.max_depth = max_depth
         if driver is not None:
-            _check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver or None")
+            check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver or None")
         self._default_driver: FlowDriver = driver if driver is not None else SimpleFlowDriver()
         self._drivers: dict[str, FlowDriver] = {}
         self._graphs: dict[str, Graph] = {}
@@ -105,7 +106,7 @@ class FlowEngine:
         driver failed every later walk with a bare ``AttributeError``."""
         if name is not None and not isinstance(name, str):
             raise InvalidArgumentTypeError("name", name, "a driver name (str) or None")
-        _check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver")
+        check_hooks("driver", driver, _DRIVER_HOOKS, "a FlowDriver")
         if name:
             self._drivers = {**self._drivers, name: driver}
         else:
@@ -137,7 +138,7 @@ class FlowEngine:
         Raises :class:`InvalidArgumentTypeError` for an interceptor without the hooks a walk
         calls (``None``, a class instead of an instance) or an ``index`` that is not an
         integer — refused here, not by every later walk or the next ``add_interceptor``."""
-        _check_hooks("interceptor", interceptor, _INTERCEPTOR_HOOKS, "a FlowInterceptor")
+        check_hooks("interceptor", interceptor, _INTERCEPTOR_HOOKS, "a FlowInterceptor")
         if isinstance(index, bool) or not isinstance(index, int):
             raise InvalidArgumentTypeError("index", index, "an integer")
         self._seq += 1
@@ -216,15 +217,6 @@ def _nested_too_deep(graph: Graph, exchanger: FlowExchanger) -> FlowError:
 #: What a walk calls on a driver and on an interceptor.
 _DRIVER_HOOKS = ("on_node_start", "on_node_end", "handle_condition", "handle_task")
 _INTERCEPTOR_HOOKS = ("intercept_flow", "on_node_start", "on_node_end")
-
-
-def _check_hooks(name: str, value: object, hooks: tuple[str, ...], expected: str) -> None:
-    """Refuse ``value`` unless it is an instance (not a class) with every callable of
-    ``hooks`` — subclassing the base class is not required."""
-    if isinstance(value, type) or not all(callable(getattr(value, h, None)) for h in hooks):
-        raise InvalidArgumentTypeError(
-            name, value, f"{expected} (an object with {', '.join(hooks)})"
-        )
 
 
 def _checked_eval_arguments(graph: object, ctx: object, steps: object) -> int:

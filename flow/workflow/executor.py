@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from flow._expression.limits import OperationBudget
+from flow._hooks import check_hooks
 from flow._text import safe_repr
 from flow._walk import call_task
 from flow.context import FlowContext
@@ -70,6 +71,7 @@ from flow.workflow.errors import (
     IndexUnavailableError,
     InstanceClosedError,
     InvalidActionError,
+    InvalidArgumentTypeError,
     SendBackError,
 )
 from flow.workflow.records import TaskRecord, form_id_of
@@ -91,6 +93,13 @@ _SETTLED = (int(TaskState.COMPLETED), int(TaskState.TERMINATED))
 _WAITING_CODE = int(TaskState.WAITING)
 
 
+#: What the executor calls on each object it is built with (see WorkflowExecutor.__init__).
+_ENGINE_HOOKS = ("get_graph", "get_graph_or_throw", "get_driver", "eval_exchanger")
+_CONTROLLER_HOOKS = ("is_operatable", "is_auto_forward")
+_REPOSITORY_HOOKS = ("vars_get", "state_get", "state_put", "state_remove", "state_clear")
+_RECORDER_HOOKS = ("record",)
+
+
 class WorkflowExecutor:
     """Claims, finds and submits tasks. Defaults: :class:`BlockStateController` and a fresh
     :class:`InMemoryStateRepository`; ``recorder`` (optional) receives one
@@ -102,6 +111,10 @@ class WorkflowExecutor:
     ``flow_sqla`` transaction rolls back and releases the instance row lock). Walks pass every
     node they have completed, so an edge back to an earlier task, or a cycle of automatic
     nodes, would otherwise go round forever while holding that lock. ``None`` means unlimited.
+
+    An ``engine``, ``state_controller``, ``state_repository`` or ``recorder`` without the
+    methods the executor calls on it (``None`` for the engine, a class instead of an instance,
+    an ``Engine`` for the ``FlowEngine``) raises :class:`InvalidArgumentTypeError` here.
     """
 
     #: Default of ``max_steps``: far above any acyclic graph's walk (a walk passes each node
@@ -117,6 +130,17 @@ class WorkflowExecutor:
         recorder: TaskRecorder | None = None,
         max_steps: int | None = MAX_STEPS,
     ) -> None:
+        # Checked here, once: a wrong object (None or an Engine for the FlowEngine, a class
+        # for an instance) failed every later operation with a bare AttributeError, or as a
+        # TaskError blaming the graph's first task.
+        check_hooks("engine", engine, _ENGINE_HOOKS, "a FlowEngine")
+        for name, value, hooks, expected in (
+            ("state_controller", state_controller, _CONTROLLER_HOOKS, "a StateController"),
+            ("state_repository", state_repository, _REPOSITORY_HOOKS, "a StateRepository"),
+            ("recorder", recorder, _RECORDER_HOOKS, "a TaskRecorder"),
+        ):
+            if value is not None:
+                check_hooks(name, value, hooks, f"{expected} or None")
         self.engine = engine
         self.max_steps = max_steps
         self.state_controller: StateController = (
@@ -488,8 +512,19 @@ class WorkflowExecutor:
         a closed instance finished and its open tasks opened, as far as the index can tell.
         Only the index changes: the instance's updater and update time stay as they were.
         Named a sub-graph of the graph the stored states belong to, it indexes that graph;
-        states of another graph only raise :class:`GraphMismatchError`, nothing written."""
+        states of another graph only raise :class:`GraphMismatchError`, nothing written.
+        ``as_of`` that is not a ``datetime`` and ``unindexed_only`` that is not a ``bool``
+        raise :class:`InvalidArgumentTypeError` before anything is read (a date string failed
+        inside the operation with an ``AttributeError``; ``unindexed_only="no"`` was true)."""
         check_context(ctx)
+        if as_of is not None and not isinstance(as_of, datetime):
+            raise InvalidArgumentTypeError(
+                "as_of", as_of, "a datetime (naive UTC) or None", instance_id=ctx.instance_id
+            )
+        if not isinstance(unindexed_only, bool):
+            raise InvalidArgumentTypeError(
+                "unindexed_only", unindexed_only, "True or False", instance_id=ctx.instance_id
+            )
         root = self._graph(graph)
         index = self._require_index("reindex")
         with self._operation(ctx, lock=True):

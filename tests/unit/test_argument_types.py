@@ -254,3 +254,72 @@ def test_a_trace_asked_for_a_graph_id_no_graph_can_have_answers_as_for_a_missing
     assert trace.last_node_id(["g"]) is None  # type: ignore[arg-type]
     assert trace.is_end(["g"]) is False  # type: ignore[arg-type]
     assert trace.is_end("g") and trace.last_node_id() == "e"
+
+
+# -- the workflow executor's collaborators ----------------------------------------------
+class _NoMethods:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("engine", None),  # sql_workflow(url, None) was built, and failed at every claim
+        ("engine", "oa"),
+        ("engine", FlowEngine),  # the class, not an instance
+        ("engine", _NoMethods()),  # e.g. a SQLAlchemy Engine where the FlowEngine goes
+        ("state_controller", 5),  # failed every claim as a TaskError blaming the first task
+        ("state_controller", flow_workflow.ActorStateController),
+        ("state_repository", "sqlite://"),
+        ("state_repository", _NoMethods()),
+        ("recorder", print),  # a function, not an object with record()
+        ("recorder", _NoMethods()),
+    ],
+    ids=lambda v: v if isinstance(v, str) else type(v).__name__,
+)
+def test_an_executor_refuses_collaborators_without_the_methods_it_calls(
+    argument: str, value: Any
+) -> None:
+    arguments: dict[str, Any] = {"engine": FlowEngine(), argument: value}
+    with pytest.raises(InvalidArgumentTypeError, match=rf"^{argument} must be a "):
+        flow_workflow.WorkflowExecutor(**arguments)
+
+
+def test_an_executor_takes_collaborators_that_only_have_the_methods() -> None:
+    class Everyone:
+        def is_operatable(self, ctx: FlowContext, node: Any) -> bool:
+            return True
+
+        def is_auto_forward(self, ctx: FlowContext, node: Any) -> bool:
+            return False
+
+    class Records:
+        def __init__(self) -> None:
+            self.records: list[Any] = []
+
+        def record(self, ctx: FlowContext, record: Any) -> None:
+            self.records.append(record)
+
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_ONE_TASK))
+    recorder = Records()
+    ex = flow_workflow.WorkflowExecutor(engine, Everyone(), recorder=recorder)
+    ctx = FlowContext.of("dt-1")
+    task = ex.claim_task("g", ctx)
+    assert task is not None
+    assert ex.submit_task_if_waiting(task, flow_workflow.TaskAction.FORWARD, ctx)
+    assert len(recorder.records) == 1
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [("as_of", "2024-01-01"), ("as_of", 1700000000), ("unindexed_only", "no")],
+)
+def test_reindex_refuses_an_as_of_or_flag_of_the_wrong_type_before_any_read(
+    keyword: str, value: Any
+) -> None:
+    """``as_of="2024-01-01"`` failed inside the operation with an AttributeError;
+    ``unindexed_only="no"`` was taken for true."""
+    ex = flow_workflow.WorkflowExecutor(FlowEngine())  # no index: the check comes first
+    with pytest.raises(InvalidArgumentTypeError, match=rf"{keyword} must be .*'r-1'"):
+        ex.reindex("g", FlowContext.of("r-1"), **{keyword: value})
