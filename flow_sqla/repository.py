@@ -26,7 +26,7 @@ from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
 from flow.graph import Graph, Node
-from flow.workflow._arguments import identity_text
+from flow.workflow._arguments import check_context, identity_text
 from flow.workflow.aggregate import (
     IndexRead,
     InstanceIndex,
@@ -34,7 +34,11 @@ from flow.workflow.aggregate import (
     InstanceSummary,
     OpenTask,
 )
-from flow.workflow.errors import ConcurrentSubmitError, InvalidArgumentTypeError
+from flow.workflow.errors import (
+    ConcurrentSubmitError,
+    InvalidArgumentTypeError,
+    InvalidInstanceIdError,
+)
 from flow.workflow.repository import state_key
 from flow.workflow.states import TaskState
 from flow_sqla import _options as options
@@ -1399,7 +1403,18 @@ class SqlStateRepository:
     def save_snapshot(self, ctx: FlowContext, graph: Graph) -> None:
         """Write ``graph``, the current states and the context's storable variables (which
         replace the stored ones whole). Raises like :meth:`unit_of_work`, and
-        :class:`UnstorableGraphError` for a graph whose ids do not fit the history table."""
+        :class:`UnstorableGraphError` for a graph whose ids do not fit the history table;
+        :class:`InvalidArgumentTypeError` for a ``ctx`` that is not a ``FlowContext`` or a
+        ``graph`` that is not a ``Graph`` (a graph id included: load it from the engine),
+        before anything is read — they failed with a bare ``AttributeError``."""
+        check_context(ctx)
+        if not isinstance(graph, Graph):
+            raise InvalidArgumentTypeError(
+                "graph",
+                graph,
+                "a Graph (engine.get_graph_or_throw(id))",
+                instance_id=ctx.instance_id,
+            )
         self._graphs.check(graph)
         with self.unit_of_work(ctx, lock=True):
             op = self._local.ops[ctx.instance_id]
@@ -1449,7 +1464,11 @@ class SqlStateRepository:
     def restore_context(self, instance_id: str, *, connection: Any = None) -> FlowContext:
         """A new context for ``instance_id`` holding its stored variables (trace empty), to
         resume the instance in another process. Raises :class:`SnapshotError` when the
-        instance has no row or the row is malformed."""
+        instance has no row or the row is malformed; :class:`InvalidArgumentError` for a
+        ``connection`` that is neither ``None`` nor a SQLAlchemy ``Connection`` (an ``Engine``
+        or a ``Session`` was read around, outside your transaction, and then attached to the
+        context, where operations ignore it)."""
+        connection = callers_connection(connection)
         row = self._plain_row(instance_id, connection)
         if row is None:
             raise SnapshotError("No stored instance to restore", instance_id=instance_id)
@@ -1474,7 +1493,15 @@ class SqlStateRepository:
         unsent; pass that transaction's ``connection`` to send it first instead. (Claims
         other threads deferred stay: without the connection, another transaction's, which
         holds the row lock, cannot be told from one of yours run on a pool thread — an async
-        app passes ``connection``.)"""
+        app passes ``connection``.)
+
+        Raises :class:`InvalidInstanceIdError` for an ``instance_id`` that is not a string and
+        :class:`InvalidArgumentError` for a ``connection`` that is neither ``None`` nor a
+        SQLAlchemy ``Connection`` (an ``Engine`` or a ``Session`` would drop the deferred
+        claim unsent, as if none had been given)."""
+        if not isinstance(instance_id, str):
+            raise InvalidInstanceIdError(instance_id)
+        connection = callers_connection(connection)
         thread: int | None = threading.get_ident()
         if isinstance(connection, Connection):
             with self._translating(instance_id):

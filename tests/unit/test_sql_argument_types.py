@@ -1,0 +1,98 @@
+"""Arguments of the wrong type to flow_sqla's public API, on SQLite: the library's typed
+errors, raised before anything is read or written — never a bare ``AttributeError`` or
+``TypeError`` from inside SQLAlchemy or Alembic, never a call that silently does something
+else than asked (a read around the caller's transaction)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from flow import FlowContext, FlowEngine, Graph, InvalidArgumentTypeError
+from flow.workflow import ActorStateController, InvalidInstanceIdError, TaskAction
+from flow_sqla import InvalidArgumentError, SqlStateRepository, migrations, sql_workflow
+
+_GRAPH = """
+id: g
+layout:
+  - {id: s, type: start, link: a}
+  - {id: a, meta: {actor: ann}, link: e}
+  - {id: e, type: end}
+"""
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Any:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'flow.sqlite'}")
+    migrations.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def _rows(db: sa.Engine) -> list[Any]:
+    with db.connect() as conn:
+        return list(conn.execute(sa.text("SELECT instant_id, states FROM bpm_flow_repository")))
+
+
+def _started(db: sa.Engine) -> SqlStateRepository:
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_GRAPH))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=False)
+    ctx = FlowContext.of("i-1", {"actor": "ann", "amount": 3})
+    ex.submit_task_at("g", "a", TaskAction.FORWARD, ctx)
+    repository = ex.state_repository
+    assert isinstance(repository, SqlStateRepository)
+    return repository
+
+
+@pytest.mark.parametrize(
+    ("ctx", "graph", "argument"),
+    [
+        (None, Graph.from_text(_GRAPH), "ctx"),
+        ("i-2", Graph.from_text(_GRAPH), "ctx"),
+        (FlowContext.of("i-2"), "g", "graph"),  # a graph id: the repository has no engine
+        (FlowContext.of("i-2"), None, "graph"),
+    ],
+)
+def test_save_snapshot_refuses_a_context_or_graph_of_the_wrong_type(
+    db: sa.Engine, ctx: Any, graph: Any, argument: str
+) -> None:
+    """Both failed with a bare AttributeError (``'str' object has no attribute 'id'``)."""
+    repository = SqlStateRepository(db)
+    before = _rows(db)
+    with pytest.raises(InvalidArgumentTypeError, match=rf"^{argument} must be a"):
+        repository.save_snapshot(ctx, graph)
+    assert _rows(db) == before
+
+
+@pytest.mark.parametrize("connection", ["engine", "text", 5], ids=str)
+def test_restore_context_refuses_a_connection_that_is_not_a_connection(
+    db: sa.Engine, connection: str | int
+) -> None:
+    """An Engine (or a Session) was read around, outside the caller's transaction, and then
+    attached to the context as its ``connection``, which every operation ignores — as the
+    other reads that take ``connection=`` refuse it."""
+    repository = _started(db)
+    given = db if connection == "engine" else connection
+    with pytest.raises(InvalidArgumentError, match="connection"):
+        repository.restore_context("i-1", connection=given)
+    with db.connect() as conn:  # a Connection, and None, still work
+        assert repository.restore_context("i-1", connection=conn).connection is conn
+    assert repository.restore_context("i-1").get("amount") == 3
+
+
+def test_evict_refuses_an_id_or_connection_of_the_wrong_type(db: sa.Engine) -> None:
+    """``evict(["i-1"])`` raised ``TypeError: unhashable type``; ``connection=engine`` was
+    ignored, which drops a deferred claim unsent instead of sending it."""
+    repository = _started(db)
+    for bad_id in (["i-1"], {"i": 1}, None, 5):
+        with pytest.raises(InvalidInstanceIdError):
+            repository.evict(bad_id)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="connection"):
+        repository.evict("i-1", connection=db)
+    repository.evict("i-1")
+    with db.connect() as conn:
+        repository.evict("i-1", connection=conn)
