@@ -16,8 +16,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from flow._text import safe_repr
+from flow.errors import InvalidArgumentTypeError
 from flow_sqla._dialect import ExactString
-from flow_sqla.errors import InvalidIdentifierError
+from flow_sqla.errors import InvalidArgumentError, InvalidIdentifierError
 
 DEFAULT_REPO_TABLE = "bpm_flow_repository"
 DEFAULT_TASK_TABLE = "bpm_flow_task"
@@ -247,7 +248,10 @@ class FlowTables:
     ``bpm_flow_todo`` for the default table names, else ``<repo_table>_todo``, so table sets
     never share one). ``index=False`` deployments never touch them, so the reference tables
     alone suffice there. Raises :class:`InvalidIdentifierError` for a bad table or schema name
-    before any SQL is built.
+    before any SQL is built; :class:`~flow.errors.InvalidArgumentTypeError` for a ``metadata``
+    that is not a ``MetaData`` and :class:`InvalidArgumentError` for one that already holds a
+    table of one of these names (your own model's, or another ``FlowTables``') — before any
+    table is added to it.
     """
 
     def __init__(
@@ -262,7 +266,7 @@ class FlowTables:
         self.names = TableNames.create(
             repo_table=repo_table, task_table=task_table, schema=schema, todo_table=todo_table
         )
-        self.metadata = metadata if metadata is not None else sa.MetaData()
+        self.metadata = _unclaimed(metadata, self.names) if metadata is not None else sa.MetaData()
         self.repository = self._repository_table()
         self.task = self._task_table()
         self.todo = self._todo_table()
@@ -327,6 +331,24 @@ class FlowTables:
             sqlite_autoincrement=True,
             **MYSQL_TABLE_OPTIONS,
         )
+
+
+def _unclaimed(metadata: object, names: TableNames) -> sa.MetaData:
+    """``metadata``, checked to be a ``MetaData`` without a table of ``names`` yet: SQLAlchemy
+    refuses a second definition with its own ``InvalidRequestError`` (or an
+    ``AttributeError`` for another object) — after the tables before it were added."""
+    if not isinstance(metadata, sa.MetaData):
+        raise InvalidArgumentTypeError("metadata", metadata, "a sqlalchemy.MetaData or None")
+    schema = names.schema if names.schema is not None else metadata.schema
+    for name in (names.repo_table, names.task_table, names.todo_table):
+        key = f"{schema}.{name}" if schema else name
+        if key in metadata.tables:
+            raise InvalidArgumentError(
+                "metadata",
+                metadata,
+                f"it already holds a table {key!r}: pass another MetaData, or other table names",
+            )
+    return metadata
 
 
 def index_columns() -> list[sa.Column[Any]]:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from flow import FlowContext, FlowEngine, Graph, InvalidArgumentTypeError
 from flow.workflow import ActorStateController, InvalidInstanceIdError, TaskAction
-from flow_sqla import InvalidArgumentError, SqlStateRepository, migrations, sql_workflow
+from flow_sqla import FlowTables, InvalidArgumentError, SqlStateRepository, migrations, sql_workflow
 
 _GRAPH = """
 id: g
@@ -96,3 +96,26 @@ def test_evict_refuses_an_id_or_connection_of_the_wrong_type(db: sa.Engine) -> N
     repository.evict("i-1")
     with db.connect() as conn:
         repository.evict("i-1", connection=conn)
+
+
+@pytest.mark.parametrize("metadata", [5, "flow", sa.Table], ids=lambda v: type(v).__name__)
+def test_flow_tables_refuse_a_metadata_of_the_wrong_type(metadata: Any) -> None:
+    """``AttributeError: 'int' object has no attribute 'schema'`` from inside SQLAlchemy."""
+    with pytest.raises(InvalidArgumentTypeError, match=r"metadata must be a sqlalchemy\.MetaData"):
+        FlowTables(metadata)
+
+
+def test_flow_tables_refuse_a_metadata_holding_one_of_their_tables_and_add_none() -> None:
+    """SQLAlchemy's own InvalidRequestError ("already defined"), raised for the second table
+    after the first had been added to the caller's metadata."""
+    metadata = sa.MetaData()
+    sa.Table("bpm_flow_task", metadata, sa.Column("id", sa.Integer, primary_key=True))
+    with pytest.raises(InvalidArgumentError, match="'bpm_flow_task'"):
+        FlowTables(metadata)
+    assert list(metadata.tables) == ["bpm_flow_task"]
+    shared = sa.MetaData(schema="app")
+    FlowTables(shared)
+    with pytest.raises(InvalidArgumentError, match=r"'app\.bpm_flow_repository'"):
+        FlowTables(shared)
+    other = FlowTables(shared, repo_table="leave", task_table="leave_task")  # other names fit
+    assert other.metadata is shared
