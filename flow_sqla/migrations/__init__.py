@@ -19,8 +19,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
 
+from flow._text import safe_repr
+from flow.errors import InvalidArgumentTypeError
 from flow_sqla._engine import engine_for
-from flow_sqla.errors import RepositoryError
+from flow_sqla.errors import InvalidArgumentError, RepositoryError
 from flow_sqla.tables import DEFAULT_REPO_TABLE, DEFAULT_TASK_TABLE, FlowTables, TableNames
 
 SCRIPT_LOCATION = "flow_sqla:migrations"
@@ -120,7 +122,9 @@ def upgrade(
     days on every backend; else a :class:`~flow_sqla.errors.RepositoryError` before any lock
     is asked for) bounds the wait; past it :class:`~flow_sqla.errors.MigrationLockError` is
     raised. Any failure is a
-    :class:`~flow_sqla.errors.RepositoryError` with the cause chained.
+    :class:`~flow_sqla.errors.RepositoryError` with the cause chained; a ``revision`` that is
+    not a string is :class:`~flow.errors.InvalidArgumentTypeError`, an empty one
+    :class:`~flow_sqla.errors.InvalidArgumentError`, before anything is migrated.
     """
     names = TableNames.create(
         repo_table=repo_table,
@@ -223,13 +227,27 @@ def _run(
     lock_timeout: float | None,
 ) -> None:
     """Run an Alembic ``command.upgrade``/``downgrade`` for ``names`` on ``bind``; database
-    and Alembic errors become :class:`RepositoryError` (our own errors pass unchanged)."""
-    migrating = _failures_as_repository_errors(f"Migration of {_set_of(names)} to {revision!r}")
-    with migrating, _connected(bind) as conn:
+    and Alembic errors become :class:`RepositoryError` (our own errors pass unchanged).
+
+    ``revision`` must be text naming a revision: Alembic takes anything and fails inside with
+    a bare ``TypeError`` (``None``, a number) or ``AssertionError`` (``""``; ``"head+1"`` on an
+    empty database, an ``assert`` of its revision map) — refused here, or wrapped, before
+    anything is migrated."""
+    if not isinstance(revision, str):
+        raise InvalidArgumentTypeError(
+            "revision", revision, "a revision string ('head', 'base', a revision id, '+1'...)"
+        )
+    if not revision.strip():
+        raise InvalidArgumentError("revision", revision, "name a revision ('head', 'base'...)")
+    what = f"Migration of {_set_of(names)} to {safe_repr(revision)}"
+    with _failures_as_repository_errors(what), _connected(bind) as conn:
         cfg = _config(names, connection=conn)
         if lock_timeout is not None:
             cfg.attributes[LOCK_TIMEOUT_KEY] = lock_timeout
-        step(cfg, revision)
+        try:
+            step(cfg, revision)
+        except AssertionError as exc:  # Alembic's revision map refusing the revision
+            raise RepositoryError(f"{what} failed: Alembic cannot resolve it") from exc
 
 
 def _set_of(names: TableNames) -> str:

@@ -13,7 +13,14 @@ import sqlalchemy as sa
 
 from flow import FlowContext, FlowEngine, Graph, InvalidArgumentTypeError
 from flow.workflow import ActorStateController, InvalidInstanceIdError, TaskAction
-from flow_sqla import FlowTables, InvalidArgumentError, SqlStateRepository, migrations, sql_workflow
+from flow_sqla import (
+    FlowTables,
+    InvalidArgumentError,
+    RepositoryError,
+    SqlStateRepository,
+    migrations,
+    sql_workflow,
+)
 
 _GRAPH = """
 id: g
@@ -119,3 +126,29 @@ def test_flow_tables_refuse_a_metadata_holding_one_of_their_tables_and_add_none(
         FlowTables(shared)
     other = FlowTables(shared, repo_table="leave", task_table="leave_task")  # other names fit
     assert other.metadata is shared
+
+
+@pytest.mark.parametrize("revision", [None, 5, b"head", ["head"]], ids=lambda v: type(v).__name__)
+def test_a_revision_that_is_not_text_is_refused_before_anything_is_migrated(
+    tmp_path: Path, revision: Any
+) -> None:
+    """Alembic raised ``TypeError: argument of type 'NoneType' is not iterable`` (downgrade:
+    ``AssertionError``) from inside its revision map."""
+    url = f"sqlite:///{tmp_path / 'm.sqlite'}"
+    for step in (migrations.upgrade, migrations.downgrade):
+        with pytest.raises(InvalidArgumentTypeError, match="revision must be a revision string"):
+            step(url, revision)
+    assert migrations.current(url) is None
+
+
+def test_an_empty_or_unresolvable_revision_is_a_typed_error(tmp_path: Path) -> None:
+    """``""`` and, on an empty database, ``"head+1"`` failed with a bare AssertionError."""
+    url = f"sqlite:///{tmp_path / 'm.sqlite'}"
+    for step in (migrations.upgrade, migrations.downgrade):
+        with pytest.raises(InvalidArgumentError, match="revision"):
+            step(url, " ")
+    with pytest.raises(RepositoryError, match="'head\\+1' failed"):
+        migrations.upgrade(url, "head+1")
+    assert migrations.current(url) is None
+    migrations.upgrade(url)
+    assert migrations.current(url) is not None
