@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from flow._text import safe_repr
 from flow.context import FlowContext
 from flow.errors import FlowError, GraphDefinitionError, GraphNotFoundError, SnapshotError
 from flow.graph import Graph
@@ -31,7 +30,7 @@ from flow_sqla._options import callable_or_none, flag, whole_number
 from flow_sqla._reads import read_time
 from flow_sqla._rows import holds_nothing, parse_index, parse_states
 from flow_sqla._todo import TodoTable
-from flow_sqla.errors import RepositoryError
+from flow_sqla.errors import InvalidArgumentError, RepositoryError
 from flow_sqla.retry import run_in_transaction
 from flow_sqla.tables import FlowTables
 from flow_sqla.wiring import sql_workflow
@@ -96,16 +95,15 @@ def reindex(
     it rolls the batch back — a lock conflict then runs the batch again, up to
     ``BATCH_ATTEMPTS`` times in all, before it is raised.
 
-    Before any batch: ``TypeError`` naming an argument of the wrong type (``batch_size`` or
-    ``after`` not an ``int``, ``everything`` not a ``bool``, a hook that is not callable),
-    ``ValueError`` for ``batch_size`` or ``after`` out of range.
+    Before any batch: :class:`~flow.errors.InvalidArgumentTypeError` (a ``TypeError``) naming
+    an argument of the wrong type (``batch_size`` or ``after`` not an ``int``, ``everything``
+    not a ``bool``, a hook that is not callable), :class:`InvalidArgumentError` (a
+    ``ValueError``) for ``batch_size`` or ``after`` out of range.
     """
     if not 1 <= whole_number("batch_size", batch_size) <= MAX_BATCH_SIZE:
-        raise ValueError(
-            f"batch_size must be from 1 to {MAX_BATCH_SIZE}, got {safe_repr(batch_size)}"
-        )
+        raise InvalidArgumentError("batch_size", batch_size, f"must be from 1 to {MAX_BATCH_SIZE}")
     if not 0 <= whole_number("after", after) <= MAX_CURSOR:
-        raise ValueError(f"after must be a row id (0 to {MAX_CURSOR}), got {safe_repr(after)}")
+        raise InvalidArgumentError("after", after, f"must be a row id (0 to {MAX_CURSOR})")
     # Checked before the first batch commits: a wrong hook would fail only after it.
     flag("everything", everything)
     for name, hook in (

@@ -21,7 +21,6 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from flow._graph_memo import GraphMemo
-from flow._text import safe_repr
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
@@ -82,6 +81,7 @@ from flow_sqla._vars import VarsPolicy, default_auditor
 from flow_sqla.errors import (
     AutocommitError,
     IdCollationError,
+    InvalidArgumentError,
     RepositoryError,
     StaleCacheError,
     UnstorableGraphError,
@@ -385,7 +385,7 @@ class SqlStateRepository:
         index: bool = False,
     ) -> None:
         if cache not in ("operation", "process"):
-            raise ValueError(f"cache must be 'operation' or 'process', got {safe_repr(cache)}")
+            raise InvalidArgumentError("cache", cache, "must be 'operation' or 'process'")
         self.engine: Engine = engine_for(bind)
         if is_autocommit(self.engine):
             raise AutocommitError("The repository's engine")

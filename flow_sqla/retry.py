@@ -19,13 +19,17 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Transaction
 
-from flow.errors import FlowError
+from flow.errors import FlowError, InvalidArgumentTypeError
 from flow.workflow.errors import ConcurrentSubmitError
 from flow_sqla._dialect import is_conflict, is_driver_error
 from flow_sqla._options import callable_or_none, flag, whole_number
 from flow_sqla._transaction_events import track_unit, untrack_unit, watch_units
 from flow_sqla._translate import Translating, commit, translate
-from flow_sqla.errors import CommitOutcomeUnknownError, TransactionEndedError
+from flow_sqla.errors import (
+    CommitOutcomeUnknownError,
+    InvalidArgumentError,
+    TransactionEndedError,
+)
 
 T = TypeVar("T")
 
@@ -160,18 +164,18 @@ def _check_arguments(
     empty transaction would commit), a truthy non-bool ``idempotent`` (taken for ``True``, it
     would re-run a unit whose ``COMMIT`` may have succeeded), a hook that cannot be called."""
     if not isinstance(bind, Engine):
-        raise TypeError(
-            f"bind must be an Engine (sqlalchemy.create_engine(url)), not {type(bind).__name__}"
-        )
+        raise InvalidArgumentTypeError("bind", bind, "an Engine (sqlalchemy.create_engine(url))")
     if not callable(fn):
-        raise TypeError(f"fn must be callable, not {type(fn).__name__}")
+        raise InvalidArgumentTypeError("fn", fn, "callable")
     if _is_deferred_function(fn):
-        raise TypeError(
-            "fn must do its work when called: a generator or async function returns before "
-            "its body runs, so the unit would commit nothing"
+        raise InvalidArgumentTypeError(
+            "fn",
+            fn,
+            "a function that does its work when called (a generator or async function returns "
+            "before its body runs, so the unit would commit nothing)",
         )
     if whole_number("attempts", attempts) < 1:
-        raise ValueError(f"attempts must be at least 1, got {attempts}")
+        raise InvalidArgumentError("attempts", attempts, "must be at least 1")
     flag("idempotent", idempotent)
     callable_or_none("on_retry", on_retry)
 

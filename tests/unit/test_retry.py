@@ -14,9 +14,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from flow import InvalidArgumentTypeError
 from flow.workflow import ConcurrentSubmitError
 from flow_sqla import (
     CommitOutcomeUnknownError,
+    InvalidArgumentError,
     RepositoryError,
     TransactionEndedError,
     is_retryable,
@@ -301,7 +303,9 @@ def test_an_unknown_commit_outcome_stays_unknown_when_no_rerun_completes(
 
 @pytest.mark.parametrize("attempts", [0, -1])
 def test_attempts_below_one_are_refused(engine: sa.Engine, attempts: int) -> None:
-    with pytest.raises(ValueError, match="attempts must be at least 1"):
+    with pytest.raises(
+        InvalidArgumentError, match=rf"Invalid attempts {attempts}: must be at least 1"
+    ):
         run_in_transaction(engine, lambda conn: None, attempts=attempts)
 
 
@@ -362,18 +366,18 @@ async def _async_fn(conn: sa.Connection) -> str:
 @pytest.mark.parametrize(
     ("arguments", "error", "named"),
     [
-        ({"fn": _generator_fn}, TypeError, "generator or async function"),
-        ({"fn": _async_fn}, TypeError, "generator or async function"),
-        ({"fn": None}, TypeError, "fn must be callable"),
-        ({"bind": "sqlite://"}, TypeError, "bind must be an Engine"),
-        ({"bind": None}, TypeError, "bind must be an Engine"),
-        ({"attempts": True}, TypeError, "attempts must be an integer"),
-        ({"attempts": 2.5}, TypeError, "attempts must be an integer"),
-        ({"attempts": "3"}, TypeError, "attempts must be an integer"),
-        ({"attempts": None}, TypeError, "attempts must be an integer"),
-        ({"idempotent": "no"}, TypeError, "idempotent must be True or False"),
-        ({"idempotent": 1}, TypeError, "idempotent must be True or False"),
-        ({"on_retry": 5}, TypeError, "on_retry must be callable"),
+        ({"fn": _generator_fn}, InvalidArgumentTypeError, "generator or async function"),
+        ({"fn": _async_fn}, InvalidArgumentTypeError, "generator or async function"),
+        ({"fn": None}, InvalidArgumentTypeError, "fn must be callable"),
+        ({"bind": "sqlite://"}, InvalidArgumentTypeError, "bind must be an Engine"),
+        ({"bind": None}, InvalidArgumentTypeError, "bind must be an Engine"),
+        ({"attempts": True}, InvalidArgumentTypeError, "attempts must be an integer"),
+        ({"attempts": 2.5}, InvalidArgumentTypeError, "attempts must be an integer"),
+        ({"attempts": "3"}, InvalidArgumentTypeError, "attempts must be an integer"),
+        ({"attempts": None}, InvalidArgumentTypeError, "attempts must be an integer"),
+        ({"idempotent": "no"}, InvalidArgumentTypeError, "idempotent must be True or False"),
+        ({"idempotent": 1}, InvalidArgumentTypeError, "idempotent must be True or False"),
+        ({"on_retry": 5}, InvalidArgumentTypeError, "on_retry must be callable"),
     ],
     ids=repr,
 )

@@ -19,6 +19,7 @@ from flow_sqla import (
     RepositoryError,
     SqlStateRepository,
     migrations,
+    reindex,
     sql_workflow,
 )
 
@@ -152,3 +153,43 @@ def test_an_empty_or_unresolvable_revision_is_a_typed_error(tmp_path: Path) -> N
     assert migrations.current(url) is None
     migrations.upgrade(url)
     assert migrations.current(url) is not None
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "named"),
+    [
+        ({"index": "no"}, InvalidArgumentTypeError, "index must be True or False"),
+        ({"plain_json": 1}, InvalidArgumentTypeError, "plain_json must be True or False"),
+        ({"vars_filter": "actor"}, InvalidArgumentTypeError, "vars_filter must be a set"),
+        ({"vars_filter": ["actor", 5]}, InvalidArgumentTypeError, "vars_filter must be a set"),
+        ({"tables": "bpm"}, InvalidArgumentTypeError, "tables must be a FlowTables or None"),
+        ({"limits": 5}, InvalidArgumentTypeError, "limits must be a CodecLimits or None"),
+        ({"cache": "always"}, InvalidArgumentError, "Invalid cache 'always': must be"),
+    ],
+    ids=repr,
+)
+def test_sql_workflow_options_of_the_wrong_kind_are_the_typed_errors(
+    db: sa.Engine, options: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    """They were a bare ``TypeError``/``ValueError``: still one (the typed errors subclass
+    them), now also a ``FlowError`` an application catches with the library's others."""
+    with pytest.raises(error, match=named):
+        sql_workflow(db, FlowEngine(), state_controller=ActorStateController(), **options)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "named"),
+    [
+        ({"batch_size": 0}, InvalidArgumentError, "Invalid batch_size 0: must be from 1"),
+        ({"batch_size": "500"}, InvalidArgumentTypeError, "batch_size must be an integer"),
+        ({"after": -1}, InvalidArgumentError, r"Invalid after -1: must be a row id"),
+        ({"everything": "no"}, InvalidArgumentTypeError, "everything must be True or False"),
+        ({"progress": 5}, InvalidArgumentTypeError, "progress must be callable or None"),
+    ],
+    ids=repr,
+)
+def test_reindex_options_of_the_wrong_kind_are_the_typed_errors(
+    db: sa.Engine, options: dict[str, Any], error: type[Exception], named: str
+) -> None:
+    with pytest.raises(error, match=named):
+        reindex(db, FlowEngine(), state_controller=ActorStateController(), **options)
