@@ -21,6 +21,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from flow._graph_memo import GraphMemo
+from flow._hooks import check_hooks
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
@@ -401,6 +402,8 @@ class SqlStateRepository:
         )
         self._auditor: Auditor = options.callable_or_none("auditor", auditor) or default_auditor
         self._vars = VarsPolicy(vars_filter, limits=limits, plain_json=plain_json)
+        if flow_engine is not None:  # used only for a graph stored as its bare id: check now
+            check_hooks("flow_engine", flow_engine, ("get_graph",), "a FlowEngine or None")
         self.flow_engine = flow_engine
         self._known: BoundedMap[bool] = BoundedMap(KNOWN_ROWS_CAPACITY)
         self._cache: BoundedMap[StoredRow] | None = (

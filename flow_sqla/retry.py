@@ -51,8 +51,12 @@ def is_retryable(exc: BaseException) -> bool:
     ``__cause__`` of any exception. False for :class:`~flow_sqla.errors.CommitOutcomeUnknownError`
     (the unit may have committed: re-run it only if that is safe), for
     :class:`~flow_sqla.errors.TransactionEndedError` (``fn`` committed on its own), for a lost
-    connection and for everything else.
+    connection and for everything else (``None`` included). Anything that is not an
+    exception raises :class:`~flow.errors.InvalidArgumentTypeError`: it is not the error an
+    ``except`` clause caught (an ``AttributeError`` from the walk of its causes, before).
     """
+    if exc is not None and not isinstance(exc, BaseException):
+        raise InvalidArgumentTypeError("exc", exc, "an exception (or None)")
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

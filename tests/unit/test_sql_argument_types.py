@@ -18,6 +18,7 @@ from flow_sqla import (
     InvalidArgumentError,
     RepositoryError,
     SqlStateRepository,
+    is_retryable,
     migrations,
     reindex,
     sql_workflow,
@@ -193,3 +194,20 @@ def test_reindex_options_of_the_wrong_kind_are_the_typed_errors(
 ) -> None:
     with pytest.raises(error, match=named):
         reindex(db, FlowEngine(), state_controller=ActorStateController(), **options)
+
+
+@pytest.mark.parametrize("value", [5, "deadlock", ["x"]], ids=repr)
+def test_is_retryable_refuses_what_is_no_exception(value: Any) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match="exc must be an exception"):
+        is_retryable(value)
+    assert is_retryable(None) is False  # as documented
+
+
+@pytest.mark.parametrize("value", [5, "engine", FlowEngine], ids=repr)
+def test_a_repository_refuses_a_flow_engine_that_cannot_look_graphs_up(
+    db: sa.Engine, value: Any
+) -> None:
+    """Used only when a row stores a graph as its bare id: accepted, it failed there, late."""
+    with pytest.raises(InvalidArgumentTypeError, match="flow_engine must be a FlowEngine"):
+        SqlStateRepository(db, flow_engine=value)
+    assert SqlStateRepository(db, flow_engine=FlowEngine()).flow_engine is not None
