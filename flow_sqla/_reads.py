@@ -19,7 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from flow.errors import SnapshotError
+from flow.context import FlowContext
+from flow.errors import InvalidArgumentTypeError, SnapshotError
 from flow_sqla._dialect import stored_text
 from flow_sqla._limits import display_text
 from flow_sqla.errors import InvalidArgumentError, RepositoryError
@@ -47,6 +48,21 @@ def callers_connection(connection: object) -> Connection | None:
         type(connection).__name__,
         "a read runs on your transaction's SQLAlchemy Connection (or on its own with None)",
     )
+
+
+def refuse_foreign_connection(ctx: FlowContext) -> None:
+    """Refuse an operation whose ``ctx.connection`` holds something that is not a SQLAlchemy
+    ``Connection`` — an ORM ``Session``, an ``Engine``, a DBAPI connection: the operation
+    would run and commit in a transaction of its own, so your rows and the flow's would no
+    longer commit or roll back together, and nothing would say so. Nothing is written.
+    (``None``: the operation runs in its own transaction, as asked.)"""
+    if ctx.connection is not None and not isinstance(ctx.connection, Connection):
+        raise InvalidArgumentTypeError(
+            "ctx.connection",
+            ctx.connection,
+            "a SQLAlchemy Connection (session.connection() for an ORM Session) or None",
+            instance_id=ctx.instance_id,
+        )
 
 
 def check_same_kind(conn: Connection, engine: sa.Engine, instance_id: str | None) -> None:

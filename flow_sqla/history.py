@@ -35,7 +35,13 @@ from flow_sqla._limits import (
     display_text,
 )
 from flow_sqla._prepared import PreparedStatements
-from flow_sqla._reads import callers_connection, check_same_kind, fetch_rows, read_time
+from flow_sqla._reads import (
+    callers_connection,
+    check_same_kind,
+    fetch_rows,
+    read_time,
+    refuse_foreign_connection,
+)
 from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
 from flow_sqla._vars import VarsPolicy, default_auditor
@@ -168,6 +174,7 @@ class TaskHistoryRecorder:
                 if not hold_back(conn, record.instance_id, (prepared, row)):
                     prepared.execute(conn, row)
             return
+        refuse_foreign_connection(ctx)
         guard = Translating(self._dialect, record.instance_id)
         with guard, self.engine.connect() as conn, conn.begin() as trans:
             self._prepared.execute(conn, insert, row)

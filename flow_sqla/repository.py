@@ -60,7 +60,13 @@ from flow_sqla._limits import (
     check_readable_instance_id,
 )
 from flow_sqla._prepared import PreparedStatements, execute_together
-from flow_sqla._reads import TIMES_BY_HAND, callers_connection, check_same_kind, fetch_rows
+from flow_sqla._reads import (
+    TIMES_BY_HAND,
+    callers_connection,
+    check_same_kind,
+    fetch_rows,
+    refuse_foreign_connection,
+)
 from flow_sqla._rows import (
     BoundedMap,
     StoredRow,
@@ -446,6 +452,7 @@ class SqlStateRepository:
             self._check_row_not_in_use(ctx.connection, ctx.instance_id)
             yield from self._joined(ctx, ctx.connection)
         else:
+            refuse_foreign_connection(ctx)
             self._check_row_not_in_use(self._database, ctx.instance_id)
             yield from self._owned(ctx, lock)
 

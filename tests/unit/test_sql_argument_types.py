@@ -211,3 +211,43 @@ def test_a_repository_refuses_a_flow_engine_that_cannot_look_graphs_up(
     with pytest.raises(InvalidArgumentTypeError, match="flow_engine must be a FlowEngine"):
         SqlStateRepository(db, flow_engine=value)
     assert SqlStateRepository(db, flow_engine=FlowEngine()).flow_engine is not None
+
+
+_NOT_A_CONNECTION = r"ctx.connection must be a SQLAlchemy Connection"
+
+
+def _not_connections(db: sa.Engine) -> list[Any]:
+    """What lands in ``ctx.connection`` by mistake: the ORM ``Session`` itself, the
+    ``Engine``, a DBAPI connection, a URL."""
+    from sqlalchemy.orm import Session
+
+    return [Session(db), db, db.raw_connection(), "sqlite://"]
+
+
+@pytest.mark.parametrize("index", [False, True], ids=["index off", "index on"])
+def test_an_operation_refuses_a_context_connection_that_is_not_a_connection(
+    db: sa.Engine, index: bool
+) -> None:
+    """It ran and committed in a transaction of its own: the caller's rows and the flow's no
+    longer committed or rolled back together, and nothing said so. Nothing is written."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_GRAPH))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=index)
+    for wrong in _not_connections(db):
+        ctx = FlowContext.of("i-9", {"actor": "ann"}, connection=wrong)
+        with pytest.raises(InvalidArgumentTypeError, match=_NOT_A_CONNECTION) as claimed:
+            ex.claim_task("g", ctx)
+        with pytest.raises(InvalidArgumentTypeError, match=_NOT_A_CONNECTION) as submitted:
+            ex.submit_task_at("g", "a", TaskAction.FORWARD, ctx)
+        assert "'i-9'" in str(claimed.value) and "'i-9'" in str(submitted.value)
+        if hasattr(wrong, "close"):
+            wrong.close()
+    assert _rows(db) == []
+    with db.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM bpm_flow_task")).scalar() == 0
+    # The same operations with None, and with a Connection, still run.
+    assert ex.claim_task("g", FlowContext.of("i-9", {"actor": "ann"})) is not None
+    with db.begin() as conn:
+        ctx = FlowContext.of("i-9", {"actor": "ann"}, connection=conn)
+        ex.submit_task_at("g", "a", TaskAction.FORWARD, ctx)
+    assert [row[0] for row in _rows(db)] == ["i-9"]
