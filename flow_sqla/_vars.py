@@ -32,9 +32,8 @@ from uuid import UUID
 
 from flow import codec
 from flow._text import safe_repr
-from flow.context import FlowContext, NonSerializable
+from flow.context import NonSerializable
 from flow.errors import ContextValueError, SnapshotError
-from flow.workflow._arguments import identity_text
 from flow_sqla import _options as options
 from flow_sqla._rows import parse_vars
 
@@ -45,23 +44,6 @@ ALWAYS_EXCLUDED: frozenset[str] = frozenset({"instanceId", "context", "WorkflowI
 #: Identity keys left out by default (the ``vars_filter`` default): who acts is a property of
 #: the request, not of the instance, and must not flow back into the next actor's context.
 DEFAULT_IDENTITY_KEYS: frozenset[str] = frozenset({"actor", "auditor", "creator"})
-
-#: Where the default auditor looks, in order, for who writes (``creator``/``updater`` columns).
-AUDIT_KEYS: tuple[str, ...] = ("auditor", "creator", "actor")
-
-
-def default_auditor(ctx: FlowContext) -> str | None:
-    """Who writes: the context's ``auditor``, else ``creator``, else ``actor`` (as the Go
-    plugin does), as text; ``None`` when the context names nobody. A value that is neither a
-    string nor an integer is refused as the executor refuses it (see
-    :func:`~flow.workflow._arguments.identity_text`), before anything is written."""
-    data = ctx.data
-    for key in AUDIT_KEYS:
-        value = data.get(key)
-        if value is not None:
-            return identity_text(value, key, ctx.instance_id)
-    return None
-
 
 _DATA_TYPES: tuple[type, ...] = (
     bool,
@@ -246,8 +228,6 @@ def _is_data(value: Any) -> bool:
 
 __all__ = [
     "ALWAYS_EXCLUDED",
-    "AUDIT_KEYS",
     "DEFAULT_IDENTITY_KEYS",
     "VarsPolicy",
-    "default_auditor",
 ]

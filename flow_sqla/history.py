@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
+from flow.workflow._arguments import default_auditor
 from flow.workflow.aggregate import MAX_CURSOR
 from flow.workflow.records import TaskRecord
 from flow.workflow.states import TaskAction, TaskState
@@ -44,7 +45,7 @@ from flow_sqla._reads import (
 )
 from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
-from flow_sqla._vars import VarsPolicy, default_auditor
+from flow_sqla._vars import VarsPolicy
 from flow_sqla.errors import InvalidArgumentError
 from flow_sqla.tables import FlowTables
 

@@ -26,7 +26,7 @@ from flow.codec import CodecLimits
 from flow.context import FlowContext
 from flow.errors import SnapshotError
 from flow.graph import Graph, Node
-from flow.workflow._arguments import check_context, identity_text
+from flow.workflow._arguments import check_context, default_auditor, identity_text
 from flow.workflow.aggregate import (
     IndexRead,
     InstanceIndex,
@@ -84,7 +84,7 @@ from flow_sqla._todo import GraphCandidateChecks, TodoChanges, TodoTable, check_
 from flow_sqla._together import HeldBack, Statement, holding_back, send_now, together_open
 from flow_sqla._transaction_events import watch
 from flow_sqla._translate import Translating, commit, translating
-from flow_sqla._vars import VarsPolicy, default_auditor
+from flow_sqla._vars import VarsPolicy
 from flow_sqla.errors import (
     AutocommitError,
     IdCollationError,

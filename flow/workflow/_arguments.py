@@ -156,6 +156,23 @@ def identity_text(value: object, key: str, instance_id: object) -> str:
     return int.__repr__(number)
 
 
+#: Where the default auditor looks, in order, for who writes (an instance's creator, the
+#: SQL rows' ``creator``/``updater``), as the Go plugin does.
+AUDIT_KEYS: tuple[str, ...] = ("auditor", "creator", "actor")
+
+
+def default_auditor(ctx: FlowContext) -> str | None:
+    """Who writes: the context's ``auditor``, else ``creator``, else ``actor``, as text (see
+    :func:`identity_text` for the values refused, before anything is written); ``None`` when
+    the context names nobody. The in-memory repository and flow_sqla both use it."""
+    data = ctx.data
+    for key in AUDIT_KEYS:
+        value = data.get(key)
+        if value is not None:
+            return identity_text(value, key, ctx.instance_id)
+    return None
+
+
 def _whole_number(value: object) -> int | None:
     """``value`` as an ``int`` when it is a whole number and no bool: an ``int`` (an
     ``IntEnum``/``IntFlag`` too), another library's integer (``__index__``), a whole, finite
@@ -194,6 +211,7 @@ def check_sendable(task: object, ctx: FlowContext) -> None:
 
 
 __all__ = [
+    "AUDIT_KEYS",
     "check_context",
     "check_filter",
     "check_message",
@@ -204,5 +222,6 @@ __all__ = [
     "checked_identities",
     "checked_instance_id",
     "checked_status",
+    "default_auditor",
     "identity_text",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from flow.workflow._arguments import identity_text
+from flow.workflow._arguments import default_auditor
 from flow.workflow.aggregate import (
     IndexRead,
     InstanceIndex,
@@ -75,8 +75,6 @@ class SupportsUnitOfWork(Protocol):
 _Undo = tuple[str, str | None, Any]
 #: The undo key of an instance's stored aggregate (no state key contains a NUL).
 _INDEX_KEY = "\x00index"
-#: Context keys naming who writes, in order (as ``flow_sqla``'s default auditor).
-_AUDIT_KEYS = ("auditor", "creator", "actor")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,7 +208,7 @@ class InMemoryStateRepository:
             self._journal(instance_id, _INDEX_KEY, previous)
             self._index[instance_id] = _Stored(
                 index=index,
-                creator=_auditor(ctx) if previous is None else previous.creator,
+                creator=default_auditor(ctx) if previous is None else previous.creator,
                 created_at=now if previous is None else previous.created_at,
                 updated_at=previous.updated_at if bookkeeping and previous else now,
                 cursor=next(self._sequence) if previous is None else previous.cursor,
@@ -334,15 +332,6 @@ class InMemoryStateRepository:
         with self._lock:
             count = len(self._states)
         return f"InMemoryStateRepository({count} instances)"
-
-
-def _auditor(ctx: FlowContext) -> str | None:
-    """Who created the instance (see :func:`identity_text` for the values refused)."""
-    for key in _AUDIT_KEYS:
-        value = ctx.data.get(key)
-        if value is not None:
-            return identity_text(value, key, ctx.instance_id)
-    return None
 
 
 def _open_tasks(instance_id: str, stored: _Stored) -> list[OpenTask]:
