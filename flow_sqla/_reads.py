@@ -50,19 +50,26 @@ def callers_connection(connection: object) -> Connection | None:
     )
 
 
-def refuse_foreign_connection(ctx: FlowContext) -> None:
-    """Refuse an operation whose ``ctx.connection`` holds something that is not a SQLAlchemy
-    ``Connection`` — an ORM ``Session``, an ``Engine``, a DBAPI connection: the operation
-    would run and commit in a transaction of its own, so your rows and the flow's would no
-    longer commit or roll back together, and nothing would say so. Nothing is written.
-    (``None``: the operation runs in its own transaction, as asked.)"""
-    if ctx.connection is not None and not isinstance(ctx.connection, Connection):
+def operation_connection(ctx: FlowContext, engine: sa.Engine) -> Connection | None:
+    """The caller's transaction an operation on ``ctx`` joins: ``ctx.connection`` when it is a
+    SQLAlchemy ``Connection`` to the same kind of database as ``engine`` (see
+    :func:`check_same_kind`); ``None`` when it holds none — the operation then runs in a
+    transaction of its own. Anything else — an ORM ``Session``, an ``Engine``, a DBAPI
+    connection — is refused (:class:`InvalidArgumentTypeError` naming the instance, nothing
+    written): the operation would run and commit apart, so your rows and the flow's would no
+    longer commit or roll back together, and nothing would say so."""
+    conn = ctx.connection
+    if isinstance(conn, Connection):
+        check_same_kind(conn, engine, ctx.instance_id)
+        return conn
+    if conn is not None:
         raise InvalidArgumentTypeError(
             "ctx.connection",
-            ctx.connection,
+            conn,
             "a SQLAlchemy Connection (session.connection() for an ORM Session) or None",
             instance_id=ctx.instance_id,
         )
+    return None
 
 
 def check_same_kind(conn: Connection, engine: sa.Engine, instance_id: str | None) -> None:
@@ -174,5 +181,6 @@ __all__ = [
     "check_same_kind",
     "decoded",
     "fetch_rows",
+    "operation_connection",
     "read_time",
 ]

@@ -40,8 +40,8 @@ from flow_sqla._reads import (
     callers_connection,
     check_same_kind,
     fetch_rows,
+    operation_connection,
     read_time,
-    refuse_foreign_connection,
 )
 from flow_sqla._together import hold_back
 from flow_sqla._translate import Translating, commit, translating
@@ -166,16 +166,14 @@ class TaskHistoryRecorder:
         :class:`~flow.errors.SnapshotError` for a variable that cannot be stored."""
         row = self._row(ctx, record)
         insert = self._insert_of(tuple(row))
-        conn = ctx.connection
-        if isinstance(conn, Connection):
-            check_same_kind(conn, self.engine, record.instance_id)
+        conn = operation_connection(ctx, self.engine)
+        if conn is not None:
             with self._translating(record.instance_id):
                 prepared = self._prepared.get(conn, insert)
                 # Inside the instance's unit of work, the INSERT may go out with its write.
                 if not hold_back(conn, record.instance_id, (prepared, row)):
                     prepared.execute(conn, row)
             return
-        refuse_foreign_connection(ctx)
         guard = Translating(self._dialect, record.instance_id)
         with guard, self.engine.connect() as conn, conn.begin() as trans:
             self._prepared.execute(conn, insert, row)

@@ -65,7 +65,7 @@ from flow_sqla._reads import (
     callers_connection,
     check_same_kind,
     fetch_rows,
-    refuse_foreign_connection,
+    operation_connection,
 )
 from flow_sqla._rows import (
     BoundedMap,
@@ -447,12 +447,11 @@ class SqlStateRepository:
             yield from self._nested(ctx, outer, lock)
             return
         check_instance_id(ctx.instance_id)
-        if isinstance(ctx.connection, Connection):
-            check_same_kind(ctx.connection, self.engine, ctx.instance_id)
-            self._check_row_not_in_use(ctx.connection, ctx.instance_id)
-            yield from self._joined(ctx, ctx.connection)
+        conn = operation_connection(ctx, self.engine)
+        if conn is not None:
+            self._check_row_not_in_use(conn, ctx.instance_id)
+            yield from self._joined(ctx, conn)
         else:
-            refuse_foreign_connection(ctx)
             self._check_row_not_in_use(self._database, ctx.instance_id)
             yield from self._owned(ctx, lock)
 
