@@ -36,18 +36,24 @@ _DECODING = (ValueError, TypeError, OverflowError, RecursionError, sa.exc.DataEr
 TIMES_BY_HAND = "flow_sqla and the Go plugin write only times there: correct the row by hand"
 
 
-def callers_connection(connection: object) -> Connection | None:
+def callers_connection(
+    connection: object, engine: sa.Engine, instance_id: str | None = None
+) -> Connection | None:
     """A read's ``connection=`` argument: ``None`` (the reader's own engine) or your
-    transaction's SQLAlchemy ``Connection``. Anything else — an ``Engine``, a ``Session``, a
-    DBAPI connection — would be read around, outside your transaction and on a second pooled
+    transaction's SQLAlchemy ``Connection`` to the same kind of database as ``engine`` (see
+    :func:`check_same_kind`). Anything else — an ``Engine``, a ``Session``, a DBAPI
+    connection — would be read around, outside your transaction and on a second pooled
     connection, which is what the argument is there to avoid: :class:`InvalidArgumentError`."""
-    if connection is None or isinstance(connection, Connection):
-        return connection
-    raise InvalidArgumentError(
-        "connection",
-        type(connection).__name__,
-        "a read runs on your transaction's SQLAlchemy Connection (or on its own with None)",
-    )
+    if connection is None:
+        return None
+    if not isinstance(connection, Connection):
+        raise InvalidArgumentError(
+            "connection",
+            type(connection).__name__,
+            "a read runs on your transaction's SQLAlchemy Connection (or on its own with None)",
+        )
+    check_same_kind(connection, engine, instance_id)
+    return connection
 
 
 def operation_connection(ctx: FlowContext, engine: sa.Engine) -> Connection | None:

@@ -38,7 +38,6 @@ from flow_sqla._limits import (
 from flow_sqla._prepared import PreparedStatements
 from flow_sqla._reads import (
     callers_connection,
-    check_same_kind,
     fetch_rows,
     operation_connection,
     read_time,
@@ -238,9 +237,7 @@ class TaskHistoryRecorder:
     def _query(
         self, stmt: sa.Select[Any], instance_id: str | None, connection: Connection | None
     ) -> list[HistoryEntry]:
-        caller = callers_connection(connection)
-        if caller is not None:
-            check_same_kind(caller, self.engine, instance_id)
+        caller = callers_connection(connection, self.engine, instance_id)
         with self._translating(instance_id):
             if caller is None:
                 with self.engine.connect() as conn:

@@ -1352,14 +1352,12 @@ class SqlStateRepository:
 
     def index_open_tasks(self, instance_id: str, *, connection: object = None) -> list[OpenTask]:
         check_readable_instance_id(instance_id)
-        caller = callers_connection(connection)
-        with self._query(instance_id, connection=caller) as conn:
+        with self._query(instance_id, connection=connection) as conn:
             return self._todo.open_tasks(conn, instance_id)
 
     def index_status(self, instance_id: str, *, connection: object = None) -> InstanceStatus | None:
         check_readable_instance_id(instance_id)
-        caller = callers_connection(connection)
-        with self._query(instance_id, connection=caller) as conn:
+        with self._query(instance_id, connection=connection) as conn:
             code = conn.execute(self._todo.status_statement(instance_id)).scalar()
         return None if code is None else stored_status(instance_id, code)
 
@@ -1374,8 +1372,7 @@ class SqlStateRepository:
         connection: object = None,
     ) -> list[InstanceSummary]:
         _check_filters(graph_id=graph_id, creator=creator)
-        caller = callers_connection(connection)
-        with self._query(connection=caller) as conn:
+        with self._query(connection=connection) as conn:
             return self._todo.instances(conn, status, graph_id, creator, limit, after)
 
     def _op(self, ctx: FlowContext) -> _Operation:
@@ -1393,17 +1390,18 @@ class SqlStateRepository:
         self, instance_id: str | None = None, *, connection: object = None
     ) -> Iterator[Connection]:
         """A connection for a query: the caller's ``Connection`` when given (it then sees
-        the caller's uncommitted work), else one of the repository's engine."""
+        the caller's uncommitted work; anything else is refused, see
+        :func:`~flow_sqla._reads.callers_connection`), else one of the repository's engine."""
         if not self.keeps_task_index:
             raise RepositoryError(
                 f"{self!r} keeps no task index: build it with index=True "
                 "(sql_workflow(..., index=True)) after migrating to revision flow0004"
             )
+        caller = callers_connection(connection, self.engine, instance_id)
         with self._translating(instance_id):
-            if isinstance(connection, Connection):
-                check_same_kind(connection, self.engine, instance_id)
-                HELD.settle(connection)  # a claim's deferred write is part of what it sees
-                yield connection
+            if caller is not None:
+                HELD.settle(caller)  # a claim's deferred write is part of what it sees
+                yield caller
                 return
             with self.engine.connect() as conn:
                 yield conn
@@ -1477,7 +1475,7 @@ class SqlStateRepository:
         ``connection`` that is neither ``None`` nor a SQLAlchemy ``Connection`` (an ``Engine``
         or a ``Session`` was read around, outside your transaction, and then attached to the
         context, where operations ignore it)."""
-        connection = callers_connection(connection)
+        connection = callers_connection(connection, self.engine, instance_id)
         row = self._plain_row(instance_id, connection)
         if row is None:
             raise SnapshotError("No stored instance to restore", instance_id=instance_id)
@@ -1510,7 +1508,7 @@ class SqlStateRepository:
         claim unsent, as if none had been given)."""
         if not isinstance(instance_id, str):
             raise InvalidInstanceIdError(instance_id)
-        connection = callers_connection(connection)
+        connection = callers_connection(connection, self.engine, instance_id)
         thread: int | None = threading.get_ident()
         if isinstance(connection, Connection):
             with self._translating(instance_id):

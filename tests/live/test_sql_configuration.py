@@ -259,6 +259,10 @@ def test_a_connection_to_another_kind_of_database_is_refused_before_any_sql(
             ex.status("mixed-1", connection=conn)
         with pytest.raises(RepositoryError, match="sqlite"):
             ex.state_repository.restore_context("mixed-1", connection=conn)  # type: ignore[attr-defined]
+        with pytest.raises(RepositoryError, match="sqlite"):
+            ex.inbox(c)  # c carries the connection
+        with pytest.raises(RepositoryError, match="sqlite"):
+            ex.state_repository.evict("mixed-1", connection=conn)  # type: ignore[attr-defined]
     assert raw_row(db, "mixed-1") is None and raw_row(other, "mixed-1") is None
 
 

@@ -251,3 +251,24 @@ def test_an_operation_refuses_a_context_connection_that_is_not_a_connection(
         ctx = FlowContext.of("i-9", {"actor": "ann"}, connection=conn)
         ex.submit_task_at("g", "a", TaskAction.FORWARD, ctx)
     assert [row[0] for row in _rows(db)] == ["i-9"]
+
+
+def test_the_index_reads_refuse_a_connection_that_is_not_a_connection(db: sa.Engine) -> None:
+    """``inbox`` read around a ``Session`` or an ``Engine`` given as the caller's connection
+    — outside the caller's transaction, on a second pooled connection — where ``status``,
+    ``open_tasks`` and ``instances`` already refused it."""
+    engine = FlowEngine()
+    engine.load(Graph.from_text(_GRAPH))
+    ex = sql_workflow(db, engine, state_controller=ActorStateController(), index=True)
+    ex.claim_task("g", FlowContext.of("i-1", {"actor": "ann"}))
+    for wrong in (db, "sqlite://"):
+        repository = ex.state_repository
+        assert isinstance(repository, SqlStateRepository)
+        with pytest.raises(InvalidArgumentError, match="connection"):
+            repository.index_inbox(
+                ("actor:ann",), graph_id=None, limit=50, after=None, connection=wrong
+            )
+    with db.connect() as conn:
+        ctx = FlowContext.of("me", {"actor": "ann"}, connection=conn)
+        assert [task.instance_id for task in ex.inbox(ctx)] == ["i-1"]
+
