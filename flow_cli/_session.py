@@ -762,34 +762,31 @@ def _var_value(key: str, raw: str) -> Any:
     depends on the Python version — is neither: it is the user's input that is wrong, so a
     usage error naming the variable, not the generic line of an unexpected failure."""
     try:
-        value = json.loads(raw, parse_constant=_not_json)
+        value = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
+    except _BeyondJson:  # ``1e400`` is JSON syntax, but no number JSON can store
+        raise CliError(f"--var {key!r}: {raw} is beyond JSON's numbers", exit_code=2) from None
     except ValueError:
         return raw  # ``NaN`` and ``Infinity`` too: Python's JSON reads them, JSON has none
     except RecursionError as exc:
         raise _too_deep(key) from exc
     if _nesting(value) > DEFAULT_LIMITS.max_depth:
         raise _too_deep(key)
-    if _holds_infinity(value):  # ``1e400`` is JSON syntax, but no number JSON can store
-        raise CliError(f"--var {key!r}: {raw} is beyond JSON's numbers", exit_code=2)
     return value
+
+
+class _BeyondJson(Exception):
+    """A JSON number that reads as an infinite float."""
 
 
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-def _holds_infinity(value: Any) -> bool:
-    """Whether ``value`` holds a float too large to be finite (walked without recursion)."""
-    pending = [value]
-    while pending:
-        current = pending.pop()
-        if isinstance(current, float) and not math.isfinite(current):
-            return True
-        if isinstance(current, dict):
-            pending.extend(current.values())
-        elif isinstance(current, list):
-            pending.extend(current)
-    return False
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _BeyondJson(text)
+    return number
 
 
 def _too_deep(key: str) -> CliError:
